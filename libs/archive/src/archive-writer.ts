@@ -1,0 +1,43 @@
+/** Kinds of archived span (ARCHIVE_FORMAT.md). */
+export type SpanKind = 'compaction' | 'continuation' | 'oversized' | 'capture';
+
+/** What the sidecar hands the archive for one eviction. Messages are stored verbatim, as the client sent them. */
+export interface SpanInput {
+  kind: SpanKind;
+  /** sha256 hex of the session key (never the raw header value). */
+  sessionHash: string;
+  /** sha256 hex of the owner (team mode), else undefined. */
+  ownerHash?: string;
+  /** `chat` | `messages` | `responses`. */
+  route: string;
+  model: string;
+  /** The evicted messages (or the one oversized message), verbatim. */
+  messages: unknown[];
+  /** Index in the client's request of the first archived message. */
+  firstIndex: number;
+  /** The summary that replaced them (compaction, continuation). */
+  summary?: string;
+  /** `<run>/<NNNN>.json` this span extends (continuation). */
+  continues?: string;
+  /** Oversized spill: the message's size in tokens. */
+  originalTokens?: number;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  /** Time of the eviction (the caller's clock). */
+  at: Date;
+}
+
+/** Where a span landed. `ref` is what summaries and pointers name: `<run>/<NNNN>.json`, never an absolute path. */
+export interface SpanRef {
+  run: string;
+  span: number;
+  ref: string;
+}
+
+/**
+ * The port the compaction path writes through. A write either lands whole (span file fsynced and renamed,
+ * chain line appended) or throws; the caller then defers (CONTRACTS §2.3).
+ */
+export abstract class ArchiveWriter {
+  abstract write(input: SpanInput): Promise<SpanRef>;
+}

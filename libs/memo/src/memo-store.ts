@@ -1,0 +1,64 @@
+/**
+ * What the sidecar remembers about one evicted stretch of one conversation: the summary that replaced it,
+ * the pins it carried, and where its originals were archived. Keyed by (session hash, prefix hash):
+ * CONTRACTS §1-§2.
+ */
+export interface MemoEntry {
+  /** The summary text that stands in for the evicted prefix. */
+  summary: string;
+  /** `## Must Keep` bullets collected so far; carried even when a later summary omits them. */
+  mustKeep: string[];
+  /** Number of leading conversation messages this summary covers (the cut). */
+  cut: number;
+  /** Hash of the covered prefix (the key). */
+  prefixHash: string;
+  /** `<run>/<NNNN>.json` of the span holding this stretch; absent while the archive write is deferred. */
+  span?: string;
+  /** Spans of every stretch summarised so far, oldest first (the continuation chain). */
+  spans: string[];
+  /** Estimated tokens of `summary` (so a reuse needs no recount). */
+  summaryTokens: number;
+  /** ISO-8601 UTC. */
+  createdAt: string;
+}
+
+/** The latest request of a session, as `/guardian/usage` reports it. */
+export interface UsageRecord {
+  session: string;
+  window: number;
+  used_after_compaction: number;
+  pct: number;
+  count_source: 'tokenize' | 'calibrated' | 'estimate';
+  model: string;
+  last_compaction_at: string | null;
+  /** ISO-8601 UTC of the request. */
+  at: string;
+}
+
+/** A held lock on one (session, prefix) stretch; release it when the summary is stored or abandoned. */
+export interface MemoLock {
+  release(): Promise<void>;
+}
+
+/**
+ * The memo port. Two implementations: in-memory (one process) and Redis (many replicas).
+ * Every method is fail-soft for the caller: an implementation that loses its backing store answers
+ * from local state, never throws into the request path.
+ */
+export abstract class MemoStore {
+  abstract readonly kind: 'memory' | 'redis';
+  abstract get(session: string, prefixHash: string): Promise<MemoEntry | undefined>;
+  abstract put(session: string, entry: MemoEntry): Promise<void>;
+  /** Cut lengths recently stored for this session, most recent first (bounded, deduplicated). */
+  abstract cuts(session: string): Promise<number[]>;
+  /** Try to take the lock for a stretch; undefined when someone else holds it. */
+  abstract lock(session: string, prefixHash: string, ttlMs: number): Promise<MemoLock | undefined>;
+  /** Wait until the entry exists or the holder's lock is gone, at most `timeoutMs`; the entry or undefined. */
+  abstract waitFor(session: string, prefixHash: string, timeoutMs: number): Promise<MemoEntry | undefined>;
+  abstract putUsage(record: UsageRecord): Promise<void>;
+  /** A session's usage, or the most recent of any session when `session` is undefined. */
+  abstract getUsage(session?: string): Promise<UsageRecord | undefined>;
+  /** Sessions with usage, most recent first, at most `limit` (the dashboard's window-fill list). */
+  abstract recentUsage(limit: number): Promise<UsageRecord[]>;
+  abstract close(): Promise<void>;
+}
