@@ -1,0 +1,54 @@
+import type { Counter, NeutralMessage } from './types';
+
+/** Overhead per message for role markers and separators; chat templates add a few tokens per turn. */
+export const MESSAGE_OVERHEAD_CHARS = 12;
+
+export function tokensForChars(chars: number, counter: Counter): number {
+  return Math.ceil((chars / counter.charsPerToken) * counter.factor);
+}
+
+export function messageTokens(message: NeutralMessage, counter: Counter): number {
+  return tokensForChars(message.chars + MESSAGE_OVERHEAD_CHARS, counter);
+}
+
+/** Characters of a whole request: every message plus the fixed part (tools array, top-level system). */
+export function requestChars(messages: readonly NeutralMessage[], fixedChars: number): number {
+  let chars = fixedChars;
+  for (const m of messages) chars += m.chars + MESSAGE_OVERHEAD_CHARS;
+  return chars;
+}
+
+/**
+ * Learns how far the character estimate is from the upstream's own count, per (upstream, model).
+ * The seed's rule: the highest of the last 20 reported/estimated ratios, held at 1.0 until 5 samples,
+ * clamped to 0.7-1.3. Taking the highest errs towards compacting a little early rather than overflowing.
+ * Pure state: the caller owns one per model and feeds it samples.
+ */
+export class Calibration {
+  static readonly WINDOW = 20;
+  static readonly MIN_SAMPLES = 5;
+  static readonly MIN_FACTOR = 0.7;
+  static readonly MAX_FACTOR = 1.3;
+  private readonly ratios: number[] = [];
+
+  /** Records one sample: the upstream's prompt tokens against guardian's uncalibrated estimate of the same request. */
+  observe(reportedTokens: number, estimatedTokens: number): void {
+    if (!(reportedTokens > 0) || !(estimatedTokens > 0)) return;
+    this.ratios.push(reportedTokens / estimatedTokens);
+    if (this.ratios.length > Calibration.WINDOW) this.ratios.shift();
+  }
+
+  get samples(): number {
+    return this.ratios.length;
+  }
+
+  get calibrated(): boolean {
+    return this.ratios.length >= Calibration.MIN_SAMPLES;
+  }
+
+  get factor(): number {
+    if (!this.calibrated) return 1;
+    const highest = Math.max(...this.ratios);
+    return Math.min(Calibration.MAX_FACTOR, Math.max(Calibration.MIN_FACTOR, highest));
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Pinned facts (CONTRACTS §3, the seed's phrase list): a sentence a user typed that asks for it to be kept is
+ * carried verbatim in every later compacted request, whatever a summary says. So are `## Must Keep` bullets.
+ */
+const PIN_PHRASES = [
+  /\bremember (?:this|that|these)\b/i,
+  /\bkeep (?:this|that|these|it)\b[^.!?\n]*\bfor later\b/i,
+  /\bfor later (?:use|reference)\b/i,
+  /\bdon'?t forget\b/i,
+  /\bdo not forget\b/i,
+  /\bmake a note\b/i,
+  /\bnote (?:this|that) for later\b/i,
+  /\bpin (?:this|that)\b/i,
+];
+
+/** A request that stands alone ("Remember this:") pins the sentence after it too. */
+const BARE_REQUEST =
+  /^\s*(?:please\s+)?(?:remember (?:this|that|these)|keep (?:this|that|these|it) for later|for later (?:use|reference)|pin (?:this|that)|don'?t forget|do not forget|make a note|note (?:this|that) for later)\s*[:.!-]?\s*$/i;
+
+/** Splits text into sentences, keeping line breaks as boundaries (lists, code) and the terminal punctuation. */
+export function sentences(text: string): string[] {
+  const out: string[] = [];
+  for (const line of text.split(/\n+/)) {
+    // A sentence ends at . ! ? or : only when whitespace follows, so exact values (1.2.3, 10:30,
+    // http://host:8080, config.yaml) stay inside their sentence.
+    for (const p of line.split(/(?<=[.!?:])\s+/)) {
+      const s = p.trim();
+      if (s) out.push(s);
+    }
+  }
+  return out;
+}
+
+/** The sentences of one user-typed text that ask to be kept, in order. */
+export function extractPins(text: string): string[] {
+  const all = sentences(text);
+  const pins: string[] = [];
+  for (let i = 0; i < all.length; i++) {
+    const s = all[i] ?? '';
+    if (!PIN_PHRASES.some((re) => re.test(s))) continue;
+    // "Remember this:" alone, or any request that ends in a colon, introduces the sentence after it.
+    if ((BARE_REQUEST.test(s) || s.endsWith(':')) && i + 1 < all.length) {
+      pins.push(`${s} ${all[i + 1] ?? ''}`.trim());
+      i += 1;
+    } else {
+      pins.push(s);
+    }
+  }
+  return pins;
+}
+
+/** Bullets of the `## Must Keep` section the summary prompt asks for (up to the next heading). */
+export function mustKeepBullets(summary: string): string[] {
+  const m = /^#{1,6}\s*must keep\s*$/im.exec(summary);
+  if (!m) return [];
+  const rest = summary.slice(m.index + m[0].length);
+  const out: string[] = [];
+  for (const line of rest.split('\n')) {
+    if (/^#{1,6}\s/.test(line)) break;
+    const b = /^\s*[-*•]\s+(.+?)\s*$/.exec(line);
+    if (b?.[1] && !/^\(?none\)?\.?$/i.test(b[1])) out.push(b[1]);
+  }
+  return out;
+}
+
+/** Union in first-seen order. */
+export function mergePins(...lists: readonly (readonly string[])[]): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const list of lists) {
+    for (const p of list) {
+      if (!seen.has(p)) {
+        seen.add(p);
+        out.push(p);
+      }
+    }
+  }
+  return out;
+}
+
+/** Caps pins at `maxChars` in total, dropping the oldest first (GUARDIAN_PIN_MAX_CHARS; 0 turns pinning off). */
+export function capPins(pins: readonly string[], maxChars: number): string[] {
+  if (maxChars <= 0) return [];
+  const kept: string[] = [];
+  let total = 0;
+  for (let i = pins.length - 1; i >= 0; i--) {
+    const p = pins[i] ?? '';
+    if (total + p.length + 3 > maxChars) break;
+    total += p.length + 3;
+    kept.unshift(p);
+  }
+  return kept;
+}

@@ -1,0 +1,40 @@
+import { createHash } from 'node:crypto';
+
+import type { NeutralMessage } from './types';
+
+/** sha256 hex of a string (session keys, digests). Hashing is computation, not I/O: it keeps this library pure. */
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * JSON with object keys sorted, so that the same item hashes the same whatever order a client serialised it in.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+/**
+ * Prefix hashes of a conversation: `hashes[k]` identifies messages [0, k) by content, so the memo finds the
+ * summary of an evicted prefix whatever came after it (CONTRACTS §1: conversations are identified by content).
+ * Chained, so each prefix costs one hash of one message digest.
+ */
+export function prefixHashes(messages: readonly NeutralMessage[]): string[] {
+  const out: string[] = [sha256Hex('context-guardian/prefix/v1')];
+  for (const m of messages) {
+    const prev = out[out.length - 1] ?? '';
+    out.push(
+      createHash('sha256')
+        .update(prev)
+        .update(m.role === 'system' ? 's' : 'm')
+        .update(m.digest)
+        .digest('hex'),
+    );
+  }
+  return out;
+}
