@@ -1,0 +1,12 @@
+export { startStub } from './stub-server';
+export { SUMMARY_MARKER } from './summary';
+export { countPrompt, countTokens } from './token-count';
+export { StubError, type StubErrorCode } from './stub-options';
+export type {
+  GenerationRoute,
+  RecordedRequest,
+  StubBackend,
+  StubFlavor,
+  StubOptions,
+  StubReply,
+} from './types';

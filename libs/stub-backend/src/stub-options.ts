@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import type { RecordedRequest, StubFlavor, StubOptions, StubReply } from './types';
+
+/** Stable error codes the stub throws (house rule 4). */
+export type StubErrorCode = 'STUB_INVALID_OPTIONS' | 'STUB_LISTEN_FAILED';
+
+export class StubError extends Error {
+  constructor(
+    readonly code: StubErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'StubError';
+  }
+}
+
+export const FLAVORS = ['vllm', 'llamacpp', 'ollama', 'lmstudio', 'litellm', 'anthropic', 'none'] as const;
+
+const optionsSchema = z.object({
+  window: z.number().int().positive().default(8192),
+  flavor: z.enum(FLAVORS).default('vllm'),
+  model: z.string().min(1).default('stub-model'),
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.number().int().min(0).max(65535).default(0),
+  tokenize: z.boolean().optional(),
+  tokenizeDelayMs: z.number().int().min(0).default(0),
+  countTokensEndpoint: z.boolean().default(true),
+  latencyMs: z.number().int().min(0).default(0),
+  maxRecorded: z.number().int().min(0).default(10_000),
+});
+
+/** Options with every default applied. */
+export interface ResolvedOptions {
+  window: number;
+  flavor: StubFlavor;
+  model: string;
+  host: string;
+  port: number;
+  tokenize: boolean;
+  tokenizeDelayMs: number;
+  countTokensEndpoint: boolean;
+  latencyMs: number;
+  maxRecorded: number;
+  reply?: (req: RecordedRequest) => StubReply | undefined;
+}
+
+export function resolveOptions(options: StubOptions): ResolvedOptions {
+  const { reply, ...rest } = options;
+  const parsed = optionsSchema.safeParse(rest);
+  if (!parsed.success) {
+    throw new StubError('STUB_INVALID_OPTIONS', `invalid stub options: ${z.prettifyError(parsed.error)}`, {
+      cause: parsed.error,
+    });
+  }
+  const o = parsed.data;
+  // vLLM and llama.cpp serve POST /tokenize; the others have no such endpoint (seed: "count_source tokenize").
+  const tokenize = o.tokenize ?? (o.flavor === 'vllm' || o.flavor === 'llamacpp');
+  return { ...o, tokenize, reply };
+}

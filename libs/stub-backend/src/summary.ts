@@ -1,0 +1,40 @@
+import { allTexts, type PromptText } from './prompt-text';
+
+/** Text that marks a request as a Context Guardian summary request (the summariser prompt carries it). */
+export const SUMMARY_MARKER = 'Context Guardian summary request';
+
+/** Facts a test plants in a conversation; the stub's summary lists each once under `## Must Keep`. */
+const FACT_PATTERN = /\bFACT-[A-Za-z0-9-]+\b/g;
+
+/** True when any text of the prompt contains {@link SUMMARY_MARKER}. */
+export function isSummaryPrompt(prompt: PromptText): boolean {
+  return allTexts(prompt).some((t) => t.includes(SUMMARY_MARKER));
+}
+
+/** Distinct `FACT-...` tokens of the prompt, in order of first appearance. */
+export function factTokens(prompt: PromptText): string[] {
+  const seen = new Set<string>();
+  for (const text of allTexts(prompt)) {
+    for (const match of text.matchAll(FACT_PATTERN)) seen.add(match[0]);
+  }
+  return [...seen];
+}
+
+/**
+ * The stub summariser's answer: deterministic, 300-600 characters of prose that names how much transcript it
+ * read, then the `## Must Keep` section the seed's summary prompt asks for (one bullet per fact, or
+ * `- (none)`), so pin carrying can be tested without a model.
+ */
+export function summaryText(prompt: PromptText): string {
+  const texts = allTexts(prompt);
+  const chars = texts.reduce((n, t) => n + t.length, 0);
+  const facts = factTokens(prompt);
+  const prose =
+    `Summary of the earlier conversation: the stub summariser read ${chars} transcript characters ` +
+    `in ${prompt.messages.length} messages. The user and the assistant worked through the task step by ` +
+    `step; decisions, open questions and the exact values the conversation named are listed below so ` +
+    `that later turns can rely on them. This summary is produced by the stub backend and is identical ` +
+    `for identical input.`;
+  const bullets = facts.length > 0 ? facts.map((f) => `- ${f}`) : ['- (none)'];
+  return [prose, '## Must Keep', ...bullets].join('\n');
+}

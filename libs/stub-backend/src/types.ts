@@ -1,0 +1,83 @@
+/** Which real backend the stub imitates: its window-discovery endpoints and its overflow body. */
+export type StubFlavor = 'vllm' | 'llamacpp' | 'ollama' | 'lmstudio' | 'litellm' | 'anthropic' | 'none';
+
+/** The generation APIs the stub answers (and counts prompts for). */
+export type GenerationRoute = 'chat' | 'messages' | 'responses';
+
+/** Options for {@link startStub}. Every field is optional. */
+export interface StubOptions {
+  /** Hard context window in tokens, as counted by `countTokens`. Default 8192. */
+  window?: number;
+  /** Which backend to imitate. Default `'vllm'`. */
+  flavor?: StubFlavor;
+  /** Model id the discovery endpoints report and answers echo when a request names none. Default `'stub-model'`. */
+  model?: string;
+  /** Bind address. Default `127.0.0.1`. */
+  host?: string;
+  /** Bind port. Default 0 (any free port). */
+  port?: number;
+  /** Serve `POST /tokenize`. Default true for `vllm` and `llamacpp`, false otherwise. */
+  tokenize?: boolean;
+  /** Delay every `/tokenize` answer by this many milliseconds (to exercise a tokenize timeout). */
+  tokenizeDelayMs?: number;
+  /** Serve `POST /v1/messages/count_tokens`. Default true. */
+  countTokensEndpoint?: boolean;
+  /** Scripted reply for non-summary generation requests; `undefined` falls back to the default reply. */
+  reply?: (req: RecordedRequest) => StubReply | undefined;
+  /** Milliseconds added before every answer. Default 0. */
+  latencyMs?: number;
+  /** Keep at most this many records, dropping the oldest (benchmarks send millions). Default 10000. */
+  maxRecorded?: number;
+}
+
+/** A scripted assistant turn. */
+export interface StubReply {
+  text?: string;
+  toolCalls?: { id: string; name: string; arguments: string }[];
+}
+
+/** One request as the stub received and answered it. */
+export interface RecordedRequest {
+  method: string;
+  /** Path with its query string. */
+  path: string;
+  /** Headers exactly as Node parsed them (lower-case names). */
+  headers: Record<string, string | string[] | undefined>;
+  /** Raw body bytes. */
+  body: Buffer;
+  /** The parsed body, when it was valid JSON. */
+  json?: unknown;
+  route: 'chat' | 'messages' | 'responses' | 'tokenize' | 'count_tokens' | 'window' | 'other';
+  /** True when the request's text contains `SUMMARY_MARKER`. */
+  isSummary: boolean;
+  /** The stub's own count of the prompt (generation, tokenize and count_tokens routes). */
+  promptTokens?: number;
+  /** HTTP status the stub answered; 0 until the status line is written. */
+  status: number;
+  /** True when the client went away before the answer completed. */
+  aborted: boolean;
+}
+
+/** A running stub upstream. */
+export interface StubBackend {
+  /** Origin, e.g. `http://127.0.0.1:41234`. */
+  readonly url: string;
+  /** `url + '/v1'`: what an OpenAI-compatible client takes as its base URL. */
+  readonly baseUrl: string;
+  readonly window: number;
+  /** Every request received, in arrival order. */
+  readonly requests: RecordedRequest[];
+  /** The stub's deterministic tokenizer (the server uses exactly this). */
+  countTokens(text: string): number;
+  /** How the server counts a whole request body for one generation route. */
+  countPrompt(json: unknown, route: GenerationRoute): number;
+  /** Barrier: the next streamed answer sends its first SSE event, then waits for `release()`. */
+  holdNextStream(): { release(): void; firstEventSent: Promise<void> };
+  /** The next generation request (chat, messages, responses) is answered with this status and JSON body. */
+  failNext(status: number, body: unknown): void;
+  /** The next generation request is rejected as too long with that flavor's real body, even when it fits. */
+  overflowNext(shape?: StubFlavor): void;
+  /** Clear recorded requests and every one-shot setting (failNext, overflowNext, held streams). */
+  reset(): void;
+  close(): Promise<void>;
+}
