@@ -1,0 +1,29 @@
+export {
+  ARCHIVE_FAILURE_REASONS,
+  COMPACTION_REASONS,
+  FAIL_OPEN_STAGES,
+  GUARDIAN_METRIC_NAMES,
+  GuardianMetrics,
+  MEMO_OPS,
+  MEMO_RESULTS,
+  MEMO_STORES,
+  RECOVERY_OUTCOMES,
+  REQUEST_OUTCOMES,
+  ROUTES,
+  SUMMARISER_OUTCOMES,
+} from './metrics';
+export type {
+  ArchiveFailureReason,
+  CompactionReason,
+  FailOpenStage,
+  GuardianMetricsOptions,
+  MemoOp,
+  MemoStoreKind,
+  RequestOutcome,
+  Route,
+  SummariserOutcome,
+} from './metrics';
+export { genAiAttributes, startOtelSdk, tracer, withSpan } from './tracing';
+export type { GenAiFacts, OtelEnv, OtelHandle, SpanAttributeValues } from './tracing';
+export { REDACT_PATHS, createLogger, logOnce } from './logger';
+export type { LoggerOptions } from './logger';

@@ -1,0 +1,113 @@
+import { register as globalRegistry } from 'prom-client';
+import {
+  COMPACTION_REASONS,
+  FAIL_OPEN_STAGES,
+  GUARDIAN_METRIC_NAMES,
+  GuardianMetrics,
+  MEMO_OPS,
+  MEMO_RESULTS,
+  MEMO_STORES,
+  REQUEST_OUTCOMES,
+  ROUTES,
+  SUMMARISER_OUTCOMES,
+  RECOVERY_OUTCOMES,
+  ARCHIVE_FAILURE_REASONS,
+} from './metrics';
+
+// Label names a metric may carry, each with the closed set of values it may take. `tool` and `version`
+// are bounded by the code (the MCP tool list, the build), not by a list here.
+const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
+  route: ROUTES,
+  outcome: [...REQUEST_OUTCOMES, ...SUMMARISER_OUTCOMES, ...RECOVERY_OUTCOMES],
+  reason: [...COMPACTION_REASONS, ...ARCHIVE_FAILURE_REASONS],
+  stage: FAIL_OPEN_STAGES,
+  store: MEMO_STORES,
+  result: MEMO_RESULTS,
+  op: MEMO_OPS,
+  le: 'code-bounded',
+  tool: 'code-bounded',
+  version: 'code-bounded',
+};
+
+async function json(metrics: GuardianMetrics) {
+  return metrics.registry.getMetricsAsJSON();
+}
+
+describe('GuardianMetrics', () => {
+  it('exports exactly the names in GUARDIAN_METRIC_NAMES, all under the guardian_ prefix', async () => {
+    const names = (await json(new GuardianMetrics())).map((m) => m.name).sort();
+    expect(names).toEqual([...GUARDIAN_METRIC_NAMES].sort());
+    for (const name of names) expect(name).toMatch(/^guardian_[a-z0-9_]+$/);
+  });
+
+  it('names counters with _total and histograms with their unit', async () => {
+    for (const metric of await json(new GuardianMetrics())) {
+      const type = String(metric.type);
+      if (type === 'counter') expect(metric.name).toMatch(/_total$/);
+      else expect(metric.name).not.toMatch(/_total$/);
+      if (type === 'histogram') expect(metric.name).toMatch(/_(seconds|tokens)$/);
+    }
+  });
+
+  it('carries only bounded label names and values', async () => {
+    const metrics = new GuardianMetrics({ version: '1.2.3' });
+    metrics.requests.inc({ route: 'chat', outcome: 'compacted' });
+    metrics.overhead.observe({ route: 'chat' }, 0.0004);
+    for (const metric of await json(metrics)) {
+      for (const value of metric.values) {
+        for (const [label, labelValue] of Object.entries(value.labels)) {
+          const allowed = ALLOWED_LABELS[label];
+          expect({ metric: metric.name, label, known: allowed !== undefined }).toEqual({
+            metric: metric.name,
+            label,
+            known: true,
+          });
+          if (Array.isArray(allowed)) expect(allowed).toContain(String(labelValue));
+        }
+      }
+    }
+  });
+
+  it('shows every fail-open stage, request outcome and memo result at 0 before the first event', async () => {
+    const text = await new GuardianMetrics().registry.metrics();
+    for (const stage of FAIL_OPEN_STAGES)
+      expect(text).toContain(`guardian_fail_open_total{stage="${stage}"} 0`);
+    expect(text).toContain('guardian_requests_total{route="chat",outcome="fail_open"} 0');
+    expect(text).toContain('guardian_memo_lookups_total{store="redis",result="hit"} 0');
+    expect(text).toContain('guardian_compactions_total{route="messages",reason="overflow"} 0');
+    expect(text).toContain('guardian_summariser_duration_seconds_count{outcome="short"} 0');
+  });
+
+  it('reports the build version, a sound seal and what was observed', async () => {
+    const metrics = new GuardianMetrics({ version: '0.1.0' });
+    metrics.compactions.inc({ route: 'chat', reason: 'budget' });
+    metrics.tokensBefore.observe({ route: 'chat' }, 30000);
+    metrics.tokensAfter.observe({ route: 'chat' }, 9000);
+    metrics.activeSessions.set(3);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('guardian_build_info{version="0.1.0"} 1');
+    expect(text).toContain('guardian_archive_seal_ok 1');
+    expect(text).toContain('guardian_compactions_total{route="chat",reason="budget"} 1');
+    expect(text).toContain('guardian_compaction_input_tokens_bucket{le="32768",route="chat"} 1');
+    expect(text).toContain('guardian_compaction_output_tokens_sum{route="chat"} 9000');
+    expect(text).toContain('guardian_active_sessions 3');
+  });
+
+  it('keeps its own registry: two instances coexist and the global registry stays empty', async () => {
+    const a = new GuardianMetrics();
+    const b = new GuardianMetrics();
+    a.requests.inc({ route: 'chat', outcome: 'passthrough' });
+    expect(await b.registry.metrics()).toContain(
+      'guardian_requests_total{route="chat",outcome="passthrough"} 0',
+    );
+    expect(globalRegistry.getMetricsAsArray()).toEqual([]);
+  });
+
+  it('adds the Node.js process metrics, also prefixed, only when asked', async () => {
+    const without = (await json(new GuardianMetrics())).map((m) => m.name);
+    const withDefaults = (await json(new GuardianMetrics({ defaultMetrics: true }))).map((m) => m.name);
+    expect(without).not.toContain('guardian_process_cpu_seconds_total');
+    expect(withDefaults).toContain('guardian_process_cpu_seconds_total');
+    for (const name of withDefaults) expect(name).toMatch(/^guardian_/);
+  });
+});

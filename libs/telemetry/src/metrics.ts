@@ -1,0 +1,275 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+// Every metric the sidecar exports is defined in this one file (HOUSE rule 10): prefix `guardian_`, counters
+// end in `_total`, histograms carry their unit, and label values come from the closed sets below, never from
+// session ids, users or message text (issue 6 item 3).
+
+/** Routes a request can take; `guardian` is the sidecar's own endpoints. */
+export const ROUTES = ['chat', 'messages', 'responses', 'other', 'guardian'] as const;
+/** How a request ended, from the client's point of view. */
+export const REQUEST_OUTCOMES = [
+  'passthrough',
+  'compacted',
+  'reused',
+  'spilled',
+  'fail_open',
+  'refused',
+  'upstream_error',
+  'dry_run',
+] as const;
+/** Why a compaction ran: the budget was crossed, or the upstream rejected an overflow. */
+export const COMPACTION_REASONS = ['budget', 'overflow'] as const;
+/** Where a fail-open happened (CONTRACTS §2 rule 1). */
+export const FAIL_OPEN_STAGES = [
+  'parse',
+  'count',
+  'window',
+  'plan',
+  'memo',
+  'summarise',
+  'archive',
+  'rebuild',
+  'recovery',
+  'internal',
+] as const;
+export const SUMMARISER_OUTCOMES = ['ok', 'error', 'short'] as const;
+export const MEMO_STORES = ['memory', 'redis'] as const;
+export const MEMO_RESULTS = ['hit', 'miss'] as const;
+export const MEMO_OPS = ['get', 'set', 'lock', 'unlock', 'delete'] as const;
+export const ARCHIVE_FAILURE_REASONS = ['no_space', 'read_only', 'permission', 'other'] as const;
+export const RECOVERY_OUTCOMES = ['ok', 'failed'] as const;
+
+export type Route = (typeof ROUTES)[number];
+export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
+export type CompactionReason = (typeof COMPACTION_REASONS)[number];
+export type FailOpenStage = (typeof FAIL_OPEN_STAGES)[number];
+export type SummariserOutcome = (typeof SUMMARISER_OUTCOMES)[number];
+export type MemoStoreKind = (typeof MEMO_STORES)[number];
+export type MemoOp = (typeof MEMO_OPS)[number];
+export type ArchiveFailureReason = (typeof ARCHIVE_FAILURE_REASONS)[number];
+
+const NAMES = {
+  requests: 'guardian_requests_total',
+  compactions: 'guardian_compactions_total',
+  failOpen: 'guardian_fail_open_total',
+  tokensBefore: 'guardian_compaction_input_tokens',
+  tokensAfter: 'guardian_compaction_output_tokens',
+  summariserDuration: 'guardian_summariser_duration_seconds',
+  overhead: 'guardian_overhead_duration_seconds',
+  upstreamDuration: 'guardian_upstream_duration_seconds',
+  upstreamTtfb: 'guardian_upstream_ttfb_seconds',
+  memoLookups: 'guardian_memo_lookups_total',
+  memoErrors: 'guardian_memo_errors_total',
+  archiveWriteDuration: 'guardian_archive_write_duration_seconds',
+  archiveWriteFailures: 'guardian_archive_write_failures_total',
+  archiveDeferred: 'guardian_archive_deferred_total',
+  sealOk: 'guardian_archive_seal_ok',
+  activeSessions: 'guardian_active_sessions',
+  pinsCarried: 'guardian_pins_carried',
+  compactionsWithPins: 'guardian_compactions_with_pins_total',
+  oversizedSpills: 'guardian_oversized_spills_total',
+  summariesReused: 'guardian_summaries_reused_total',
+  summariesChunked: 'guardian_summaries_chunked_total',
+  // Not `summary_...`: promtool's linter refuses metric names that contain a metric type.
+  summaryRetries: 'guardian_summariser_retries_total',
+  overflowRecoveries: 'guardian_overflow_recoveries_total',
+  sessionHeaderIgnored: 'guardian_session_header_ignored_total',
+  recallToolCalls: 'guardian_recall_tool_calls_total',
+  buildInfo: 'guardian_build_info',
+} as const;
+
+/** Every metric name the app exports (histograms add `_bucket`, `_sum` and `_count` series). */
+export const GUARDIAN_METRIC_NAMES: readonly string[] = Object.freeze(Object.values(NAMES));
+
+// Token buckets from 1k to 256k: windows in the wild run from 4k (small local models) to 256k.
+const TOKEN_BUCKETS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144];
+// Guardian's own time is sub-millisecond on a passthrough, so the buckets start at 0.1 ms.
+const OVERHEAD_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+];
+// A summariser call on a local model can take tens of seconds (CONTRACTS §2 rule 4).
+const SUMMARISER_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
+// GUARDIAN_UPSTREAM_TIMEOUT defaults to 600 s, so the top bucket reaches it.
+const UPSTREAM_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+const TTFB_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const ARCHIVE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
+export interface GuardianMetricsOptions {
+  /** Also collect the Node.js process metrics (prefixed `guardian_`). Default false. */
+  defaultMetrics?: boolean;
+  /** Value of the `version` label on `guardian_build_info`. Default `unknown`. */
+  version?: string;
+}
+
+/**
+ * The sidecar's metrics, on a Registry of its own (never prom-client's global one, so two apps in one
+ * process, or two tests, never collide). Serve `registry.metrics()` with `registry.contentType`.
+ */
+export class GuardianMetrics {
+  readonly registry = new Registry();
+
+  readonly requests = this.counter(NAMES.requests, 'Requests handled, by route and outcome.', [
+    'route',
+    'outcome',
+  ]);
+  readonly compactions = this.counter(NAMES.compactions, 'Compactions performed, by route and reason.', [
+    'route',
+    'reason',
+  ]);
+  readonly failOpen = this.counter(
+    NAMES.failOpen,
+    'Requests forwarded unchanged after a failure, by stage.',
+    ['stage'],
+  );
+  readonly tokensBefore = this.histogram(NAMES.tokensBefore, 'Request tokens before a compaction.', {
+    labelNames: ['route'],
+    buckets: TOKEN_BUCKETS,
+  });
+  readonly tokensAfter = this.histogram(NAMES.tokensAfter, 'Request tokens after a compaction.', {
+    labelNames: ['route'],
+    buckets: TOKEN_BUCKETS,
+  });
+  readonly summariserDuration = this.histogram(NAMES.summariserDuration, 'Summariser call duration.', {
+    labelNames: ['outcome'],
+    buckets: SUMMARISER_BUCKETS,
+  });
+  readonly overhead = this.histogram(
+    NAMES.overhead,
+    "Guardian's own time per request, excluding time spent waiting on the upstream.",
+    { labelNames: ['route'], buckets: OVERHEAD_BUCKETS },
+  );
+  readonly upstreamDuration = this.histogram(NAMES.upstreamDuration, 'Upstream request duration.', {
+    labelNames: ['route'],
+    buckets: UPSTREAM_BUCKETS,
+  });
+  readonly upstreamTtfb = this.histogram(
+    NAMES.upstreamTtfb,
+    'Time to the first byte of the upstream response.',
+    {
+      labelNames: ['route'],
+      buckets: TTFB_BUCKETS,
+    },
+  );
+  readonly memoLookups = this.counter(NAMES.memoLookups, 'Summary memo lookups, by store and result.', [
+    'store',
+    'result',
+  ]);
+  readonly memoErrors = this.counter(
+    NAMES.memoErrors,
+    'Memo store errors (each one failed open), by operation.',
+    ['op'],
+  );
+  readonly archiveWriteDuration = this.histogram(NAMES.archiveWriteDuration, 'Span write duration.', {
+    labelNames: [],
+    buckets: ARCHIVE_BUCKETS,
+  });
+  readonly archiveWriteFailures = this.counter(
+    NAMES.archiveWriteFailures,
+    'Span writes that failed, by reason.',
+    ['reason'],
+  );
+  readonly archiveDeferred = this.counter(
+    NAMES.archiveDeferred,
+    'Evictions forwarded whose span could not be written yet (CONTRACTS §2 rule 3).',
+    [],
+  );
+  readonly sealOk = this.gauge(
+    NAMES.sealOk,
+    '1 while no broken hash chain has been seen, 0 once one is found.',
+    [],
+  );
+  readonly activeSessions = this.gauge(NAMES.activeSessions, 'Sessions held in memory.', []);
+  readonly pinsCarried = this.gauge(NAMES.pinsCarried, 'Pins carried by the most recent compaction.', []);
+  readonly compactionsWithPins = this.counter(
+    NAMES.compactionsWithPins,
+    'Compactions that carried pins.',
+    [],
+  );
+  readonly oversizedSpills = this.counter(
+    NAMES.oversizedSpills,
+    'Oversized messages spilled to the archive.',
+    ['route'],
+  );
+  readonly summariesReused = this.counter(
+    NAMES.summariesReused,
+    'Compactions that reused a memoized summary.',
+    [],
+  );
+  readonly summariesChunked = this.counter(
+    NAMES.summariesChunked,
+    'Summaries built from several chunk calls.',
+    [],
+  );
+  readonly summaryRetries = this.counter(
+    NAMES.summaryRetries,
+    'Summariser retries after a too-short summary.',
+    [],
+  );
+  readonly overflowRecoveries = this.counter(
+    NAMES.overflowRecoveries,
+    'Upstream overflow rejections retried after compaction, by outcome.',
+    ['route', 'outcome'],
+  );
+  readonly sessionHeaderIgnored = this.counter(
+    NAMES.sessionHeaderIgnored,
+    'X-Guardian-Session values ignored for being over 256 bytes (CONTRACTS §1).',
+    [],
+  );
+  readonly recallToolCalls = this.counter(NAMES.recallToolCalls, 'Recall tool calls, by tool name.', [
+    'tool',
+  ]);
+  readonly buildInfo = this.gauge(NAMES.buildInfo, 'Always 1; the version label names the running build.', [
+    'version',
+  ]);
+
+  constructor(opts: GuardianMetricsOptions = {}) {
+    if (opts.defaultMetrics === true) {
+      collectDefaultMetrics({ register: this.registry, prefix: 'guardian_' });
+      // prom-client names three gauges `_total`, which `promtool check metrics` rejects; the same counts
+      // stay available, by type, as guardian_nodejs_active_{handles,requests,resources}.
+      for (const kind of ['handles', 'requests', 'resources']) {
+        this.registry.removeSingleMetric(`guardian_nodejs_active_${kind}_total`);
+      }
+    }
+    this.buildInfo.set({ version: opts.version ?? 'unknown' }, 1);
+    // Until a verify finds a break the chain is taken as sound; a 0 at boot would page someone for nothing.
+    this.sealOk.set(1);
+    this.preInitialise();
+  }
+
+  // Series with a small, known label set are created at 0 so `/metrics` shows them before the first event
+  // and `rate()` sees the first increment (Prometheus docs, "Avoid missing metrics").
+  private preInitialise(): void {
+    for (const stage of FAIL_OPEN_STAGES) this.failOpen.inc({ stage }, 0);
+    for (const route of ROUTES) {
+      for (const outcome of REQUEST_OUTCOMES) this.requests.inc({ route, outcome }, 0);
+    }
+    for (const route of ['chat', 'messages', 'responses'] as const) {
+      for (const reason of COMPACTION_REASONS) this.compactions.inc({ route, reason }, 0);
+      this.oversizedSpills.inc({ route }, 0);
+      for (const outcome of RECOVERY_OUTCOMES) this.overflowRecoveries.inc({ route, outcome }, 0);
+    }
+    for (const store of MEMO_STORES) {
+      for (const result of MEMO_RESULTS) this.memoLookups.inc({ store, result }, 0);
+    }
+    for (const op of MEMO_OPS) this.memoErrors.inc({ op }, 0);
+    for (const reason of ARCHIVE_FAILURE_REASONS) this.archiveWriteFailures.inc({ reason }, 0);
+    for (const outcome of SUMMARISER_OUTCOMES) this.summariserDuration.zero({ outcome });
+  }
+
+  private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
+    return new Counter<L>({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+    return new Gauge<L>({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private histogram<L extends string>(
+    name: string,
+    help: string,
+    opts: { labelNames: readonly L[]; buckets: number[] },
+  ): Histogram<L> {
+    return new Histogram<L>({ name, help, ...opts, registers: [this.registry] });
+  }
+}
