@@ -52,5 +52,15 @@ export default tseslint.config(
       '@typescript-eslint/no-non-null-assertion': 'off',
     },
   },
+  {
+    // Black-box tests, benchmarks and the demo start the sidecar in-process through its bootstrap.
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'apps/demo/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['@guardian/*/*'], message: 'Import a library through its index: @guardian/<lib>.' }] },
+      ],
+    },
+  },
   prettier,
 );

@@ -20,7 +20,7 @@ export function tracer(): Tracer {
  */
 export async function withSpan<T>(
   name: string,
-  attrs: SpanAttributeValues,
+  attrs: SpanAttributeValues | Attributes,
   fn: (span: Span) => Promise<T> | T,
 ): Promise<T> {
   return tracer().startActiveSpan(name, { attributes: defined(attrs) }, async (span) => {
@@ -64,7 +64,7 @@ export function genAiAttributes(facts: GenAiFacts): Attributes {
   });
 }
 
-function defined(attrs: SpanAttributeValues): Attributes {
+function defined(attrs: SpanAttributeValues | Attributes): Attributes {
   const out: Attributes = {};
   for (const [key, value] of Object.entries(attrs)) {
     if (value !== undefined) out[key] = value;

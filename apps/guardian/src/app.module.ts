@@ -1,0 +1,126 @@
+import { DynamicModule, Module, type Provider } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+
+import { ArchiveWriter, CompactionLog, Receipts, SealedArchive } from '@guardian/archive';
+import { InMemoryMemoStore, MemoStore, RedisMemoStore } from '@guardian/memo';
+import { GuardianMetrics, MEMO_OPS } from '@guardian/telemetry';
+import { UpstreamClient } from '@guardian/upstream';
+
+import { CompactionEngine } from './compaction/compaction-engine';
+import { CompactionDeps } from './compaction/compaction-deps';
+import { CompactionService } from './compaction/compaction.service';
+import { RequestCounter } from './compaction/request-counter';
+import { SessionTable } from './compaction/session-table';
+import { SpanRecorder } from './compaction/span-recorder';
+import { Summariser } from './compaction/summariser';
+import { WindowService } from './compaction/window.service';
+import { GuardianConfig } from './config/guardian-config';
+import { GuardianRuntime } from './config/guardian-runtime';
+import { AccessGuard } from './guardian-api/access.guard';
+import { GuardianController } from './guardian-api/guardian.controller';
+import { HealthController } from './health/health.controller';
+import { SpanVolumeProbe } from './health/span-volume-probe';
+import { GuardianErrorFilter } from './http/error.filter';
+import { GuardianLogger } from './observability/guardian-logger';
+import { Observability } from './observability/observability';
+import { ProxyController } from './proxy/proxy.controller';
+import { ProxyService } from './proxy/proxy.service';
+import { GuardianState } from './state/guardian-state';
+
+/** What boot hands the module: the validated config, the logger and this process's runtime facts. */
+export interface GuardianModuleOptions {
+  config: GuardianConfig;
+  logger: GuardianLogger;
+  runtime: GuardianRuntime;
+}
+
+function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Provider[] {
+  const env = config.env;
+  return [
+    { provide: GuardianConfig, useValue: config },
+    { provide: GuardianLogger, useValue: logger },
+    { provide: GuardianRuntime, useValue: runtime },
+    {
+      provide: GuardianMetrics,
+      useFactory: () => new GuardianMetrics({ defaultMetrics: true, version: config.version }),
+    },
+    {
+      provide: UpstreamClient,
+      useFactory: () =>
+        new UpstreamClient({
+          origin: config.upstream.origin,
+          timeoutSeconds: env.GUARDIAN_UPSTREAM_TIMEOUT,
+          connectTimeoutSeconds: env.GUARDIAN_UPSTREAM_CONNECT_TIMEOUT,
+        }),
+    },
+    {
+      provide: MemoStore,
+      inject: [GuardianMetrics],
+      useFactory: (metrics: GuardianMetrics): MemoStore => {
+        const local = new InMemoryMemoStore({ maxSessions: env.GUARDIAN_MAX_SESSIONS });
+        if (!env.GUARDIAN_REDIS_URL) return local;
+        return new RedisMemoStore({
+          url: env.GUARDIAN_REDIS_URL,
+          prefix: env.GUARDIAN_REDIS_PREFIX,
+          ttlSeconds: env.GUARDIAN_MEMO_TTL,
+          commandTimeoutMs: env.GUARDIAN_REDIS_TIMEOUT_MS,
+          fallback: local,
+          onError: (op) =>
+            metrics.memoErrors.inc({ op: (MEMO_OPS as readonly string[]).includes(op) ? op : 'get' }),
+          logger,
+        });
+      },
+    },
+    {
+      provide: ArchiveWriter,
+      useFactory: () =>
+        new SealedArchive({
+          spanDir: config.paths.spanDir,
+          anchorDir: config.paths.anchorDir,
+          keepSpans: env.GUARDIAN_KEEP_SPANS,
+          replica: runtime.replica,
+          onWarning: (w) =>
+            logger.warn({ warning: w }, 'archive side write failed; the span itself is sealed'),
+        }),
+    },
+    {
+      provide: CompactionLog,
+      useFactory: () => new CompactionLog({ logDir: config.paths.logDir, replica: runtime.replica }),
+    },
+    {
+      provide: Receipts,
+      useFactory: () => new Receipts({ receiptsDir: config.paths.receiptsDir, replica: runtime.replica }),
+    },
+  ];
+}
+
+/**
+ * The sidecar. Controllers are thin; the request path is ProxyService -> CompactionService -> CompactionEngine,
+ * with the format adapters at the edge and the pure decisions in @guardian/compaction.
+ */
+@Module({})
+export class AppModule {
+  static forRoot(options: GuardianModuleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      controllers: [HealthController, GuardianController, ProxyController],
+      providers: [
+        ...infrastructure(options),
+        { provide: APP_FILTER, useClass: GuardianErrorFilter },
+        AccessGuard,
+        CompactionDeps,
+        CompactionEngine,
+        CompactionService,
+        GuardianState,
+        Observability,
+        ProxyService,
+        RequestCounter,
+        SessionTable,
+        SpanRecorder,
+        SpanVolumeProbe,
+        Summariser,
+        WindowService,
+      ],
+    };
+  }
+}

@@ -1,0 +1,45 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+import type { BudgetInfo } from '@guardian/compaction';
+import type { HeaderMap } from '@guardian/upstream';
+
+import type { OwnedRoute } from '../http/api-style';
+import type { WindowInfo } from '../state/guardian-state';
+import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
+import type { RequestCount } from './request-counter';
+import type { ResolvedSession } from './session';
+
+export interface PrepareInput {
+  route: OwnedRoute;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  signal: AbortSignal;
+  reqId: string;
+}
+
+/** Everything known about one request once it is parsed and counted. */
+export interface RequestContext {
+  input: PrepareInput;
+  adapter: FormatAdapter;
+  conv: ParsedConversation;
+  session: ResolvedSession;
+  window: WindowInfo;
+  budget: BudgetInfo;
+  count: RequestCount;
+  /** Credentials only, for guardian's own upstream calls. */
+  auth: HeaderMap;
+  dryRun: boolean;
+}
+
+/** The outcome of compaction for one request: what to forward and what to report. */
+export interface Decision {
+  outcome: 'passthrough' | 'compacted' | 'reused' | 'spilled' | 'fail_open' | 'dry_run';
+  /** Bytes to forward; undefined means the client's bytes unchanged. */
+  body?: Buffer;
+  tokensBefore: number;
+  tokensAfter: number;
+  /** Raw (uncalibrated) estimate of what is forwarded, for calibration samples. */
+  rawForwarded: number;
+  compactedAt?: string;
+}

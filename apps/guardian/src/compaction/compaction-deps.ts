@@ -1,0 +1,16 @@
+import { Injectable } from '@nestjs/common';
+
+import { MemoStore } from '@guardian/memo';
+
+import { SessionTable } from './session-table';
+import { SpanRecorder } from './span-recorder';
+
+/** The collaborators the Exchange needs, grouped so the service keeps a short constructor. */
+@Injectable()
+export class CompactionDeps {
+  constructor(
+    readonly memo: MemoStore,
+    readonly sessions: SessionTable,
+    readonly recorder: SpanRecorder,
+  ) {}
+}

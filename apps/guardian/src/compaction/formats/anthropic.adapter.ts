@@ -1,0 +1,194 @@
+import type { NeutralMessage } from '@guardian/compaction';
+
+import {
+  IMAGE_CHARS,
+  isObject,
+  jsonChars,
+  str,
+  stripThinking,
+  type FormatAdapter,
+  type Json,
+  type ParsedConversation,
+} from './format-adapter';
+
+interface BlocksRead {
+  text: string;
+  typed: string;
+  chars: number;
+  callIds: string[];
+  resultIds: string[];
+  toolCalls: { name: string; args: string }[];
+  spillable: boolean;
+}
+
+/** Reads Anthropic content (a string or blocks). Unknown blocks count by their JSON size and are kept as they came. */
+function readBlocks(content: unknown): BlocksRead {
+  const r: BlocksRead = {
+    text: '',
+    typed: '',
+    chars: 0,
+    callIds: [],
+    resultIds: [],
+    toolCalls: [],
+    spillable: false,
+  };
+  if (typeof content === 'string')
+    return { ...r, text: content, typed: content, chars: content.length, spillable: true };
+  if (!Array.isArray(content)) return { ...r, chars: jsonChars(content) };
+  const texts: string[] = [];
+  const typed: string[] = [];
+  let textBlocks = 0;
+  for (const block of content) {
+    if (!isObject(block)) continue;
+    switch (block.type) {
+      case 'text':
+        texts.push(str(block.text));
+        typed.push(str(block.text));
+        r.chars += str(block.text).length;
+        textBlocks += 1;
+        break;
+      case 'tool_use': {
+        const args = JSON.stringify(block.input ?? {});
+        r.callIds.push(str(block.id));
+        r.toolCalls.push({ name: str(block.name), args });
+        r.chars += str(block.name).length + args.length;
+        break;
+      }
+      case 'tool_result': {
+        const inner = readBlocks(block.content);
+        r.resultIds.push(str(block.tool_use_id));
+        texts.push(`${block.is_error === true ? '[tool error] ' : '[tool result] '}${inner.text}`);
+        r.chars += inner.chars + 16;
+        break;
+      }
+      case 'thinking':
+        r.chars += str(block.thinking).length;
+        break;
+      case 'image':
+      case 'document':
+        r.chars += IMAGE_CHARS;
+        break;
+      default:
+        r.chars += jsonChars(block);
+    }
+  }
+  r.text = texts.join('\n');
+  r.typed = typed.join('\n');
+  r.spillable = textBlocks === 1 && content.length === 1;
+  return r;
+}
+
+/**
+ * Anthropic `/v1/messages`. `role: "system"` items in the middle of `messages` (Claude Code's mid-conversation system
+ * beta) are kept in order; a tool_use and its tool_result are never split (pairing by id); thinking blocks stay in
+ * their message. Summary placement: a text block appended to top-level `system` (CONTRACTS §3).
+ */
+export const anthropicAdapter: FormatAdapter = {
+  route: 'messages',
+
+  parse(json, { countTools }) {
+    if (!isObject(json) || !Array.isArray(json.messages) || typeof json.model !== 'string') return undefined;
+    const messages: NeutralMessage[] = [];
+    for (const item of json.messages) {
+      if (!isObject(item) || typeof item.role !== 'string') return undefined;
+      const b = readBlocks(item.content);
+      const role = item.role === 'system' ? 'system' : item.role === 'assistant' ? 'assistant' : 'user';
+      messages.push({
+        role,
+        text: b.text,
+        chars: b.chars,
+        callIds: b.callIds.filter(Boolean),
+        resultIds: b.resultIds.filter(Boolean),
+        toolCalls: b.toolCalls,
+        userTyped: role === 'user' && b.resultIds.length === 0,
+        spillable: b.spillable,
+        digest: '',
+      });
+    }
+    const systemChars = typeof json.system === 'string' ? json.system.length : readBlocks(json.system).chars;
+    const conv: ParsedConversation = {
+      route: 'messages',
+      model: json.model,
+      stream: json.stream === true,
+      messages,
+      items: json.messages as unknown[],
+      fixedChars: systemChars + (countTools ? jsonChars(json.tools) : 0),
+      json,
+    };
+    return conv;
+  },
+
+  rebuild(conv, plan) {
+    const messages = plan.keep.map((i) => {
+      const item = conv.items[i];
+      const text = plan.replaceText?.get(i);
+      if (text === undefined || !isObject(item)) return item;
+      if (typeof item.content === 'string') return { ...item, content: text };
+      return {
+        ...item,
+        content: [
+          {
+            ...(Array.isArray(item.content) && isObject(item.content[0]) ? item.content[0] : {}),
+            type: 'text',
+            text,
+          },
+        ],
+      };
+    });
+    const out: Json = { ...conv.json, messages };
+    if (plan.summaryBlock !== undefined) {
+      const block = { type: 'text', text: plan.summaryBlock };
+      const system = conv.json.system;
+      if (Array.isArray(system)) out.system = [...(system as unknown[]), block];
+      else if (typeof system === 'string' && system.length > 0)
+        out.system = [{ type: 'text', text: system }, block];
+      else out.system = [block];
+    }
+    return out;
+  },
+
+  summariserCall(model, prompt, { maxTokens }) {
+    return {
+      path: '/messages',
+      body: {
+        model,
+        system: prompt.system,
+        messages: [{ role: 'user', content: prompt.user }],
+        max_tokens: maxTokens,
+        stream: false,
+      },
+    };
+  },
+
+  summaryText(answer) {
+    if (!isObject(answer) || !Array.isArray(answer.content)) return undefined;
+    const text = answer.content
+      .filter((b): b is Json => isObject(b) && b.type === 'text')
+      .map((b) => str(b.text))
+      .join('\n');
+    return stripThinking(text);
+  },
+
+  observe(payload, into) {
+    if (!isObject(payload)) return;
+    const usage = isObject(payload.usage)
+      ? payload.usage
+      : isObject(payload.message) && isObject(payload.message.usage)
+        ? payload.message.usage
+        : undefined;
+    if (usage && typeof usage.input_tokens === 'number') {
+      // Cached prompt tokens still occupy the window.
+      const cached =
+        (typeof usage.cache_read_input_tokens === 'number' ? usage.cache_read_input_tokens : 0) +
+        (typeof usage.cache_creation_input_tokens === 'number' ? usage.cache_creation_input_tokens : 0);
+      into.promptTokens = usage.input_tokens + cached;
+    }
+    const blocks = Array.isArray(payload.content)
+      ? payload.content
+      : isObject(payload.content_block)
+        ? [payload.content_block]
+        : [];
+    for (const b of blocks)
+      if (isObject(b) && b.type === 'tool_use' && typeof b.name === 'string') into.toolNames.push(b.name);
+  },
+};

@@ -1,0 +1,160 @@
+import type { NeutralMessage } from '@guardian/compaction';
+
+import {
+  IMAGE_CHARS,
+  isObject,
+  jsonChars,
+  str,
+  stripThinking,
+  type FormatAdapter,
+  type Json,
+  type ObservedAnswer,
+  type ParsedConversation,
+  type RebuildPlan,
+} from './format-adapter';
+
+interface ContentRead {
+  text: string;
+  chars: number;
+  spillable: boolean;
+}
+
+function readContent(content: unknown): ContentRead {
+  if (typeof content === 'string') return { text: content, chars: content.length, spillable: true };
+  if (!Array.isArray(content)) return { text: '', chars: jsonChars(content), spillable: false };
+  const texts: string[] = [];
+  let chars = 0;
+  let others = 0;
+  for (const part of content) {
+    if (isObject(part) && part.type === 'text') {
+      texts.push(str(part.text));
+      chars += str(part.text).length;
+    } else if (isObject(part) && (part.type === 'image_url' || part.type === 'input_image')) {
+      others += 1;
+      chars += IMAGE_CHARS;
+    } else {
+      others += 1;
+      chars += jsonChars(part);
+    }
+  }
+  return { text: texts.join('\n'), chars, spillable: others === 0 && texts.length === 1 };
+}
+
+/** OpenAI `/v1/chat/completions`. Summary placement: appended to the first system message (CONTRACTS §3). */
+export const chatAdapter: FormatAdapter = {
+  route: 'chat',
+
+  parse(json, { countTools }) {
+    if (!isObject(json) || !Array.isArray(json.messages) || typeof json.model !== 'string') return undefined;
+    const messages: NeutralMessage[] = [];
+    for (const item of json.messages) {
+      if (!isObject(item) || typeof item.role !== 'string') return undefined;
+      const content = readContent(item.content);
+      const role =
+        item.role === 'system' || item.role === 'developer'
+          ? 'system'
+          : item.role === 'user'
+            ? 'user'
+            : item.role === 'assistant'
+              ? 'assistant'
+              : 'tool';
+      const calls = Array.isArray(item.tool_calls) ? item.tool_calls.filter(isObject) : [];
+      const toolCalls = calls.map((c) => {
+        const fn = isObject(c.function) ? c.function : {};
+        return { name: str(fn.name), args: str(fn.arguments) };
+      });
+      const toolChars = toolCalls.reduce((n, c) => n + c.name.length + c.args.length, 0);
+      messages.push({
+        role,
+        text: content.text,
+        chars: content.chars + toolChars,
+        callIds: calls.map((c) => str(c.id)).filter(Boolean),
+        resultIds: role === 'tool' && typeof item.tool_call_id === 'string' ? [item.tool_call_id] : [],
+        toolCalls,
+        userTyped: role === 'user',
+        spillable: content.spillable && calls.length === 0,
+        digest: '',
+      });
+    }
+    const fixedChars = countTools ? jsonChars(json.tools) + jsonChars(json.functions) : 0;
+    const conv: ParsedConversation = {
+      route: 'chat',
+      model: json.model,
+      stream: json.stream === true,
+      messages,
+      items: json.messages as unknown[],
+      fixedChars,
+      json,
+    };
+    return conv;
+  },
+
+  rebuild(conv, plan: RebuildPlan): Json {
+    const out: unknown[] = plan.keep.map((i) => {
+      const item = conv.items[i];
+      const text = plan.replaceText?.get(i);
+      if (text === undefined || !isObject(item)) return item;
+      if (typeof item.content === 'string') return { ...item, content: text };
+      return { ...item, content: [{ type: 'text', text }] };
+    });
+    if (plan.summaryBlock !== undefined) {
+      const first = out.findIndex((m) => isObject(m) && (m.role === 'system' || m.role === 'developer'));
+      const target = first === -1 ? undefined : out[first];
+      if (isObject(target)) {
+        const content = target.content;
+        out[first] = {
+          ...target,
+          content: Array.isArray(content)
+            ? [...(content as unknown[]), { type: 'text', text: plan.summaryBlock }]
+            : `${str(content)}\n\n${plan.summaryBlock}`,
+        };
+      } else {
+        out.unshift({ role: 'system', content: plan.summaryBlock });
+      }
+    }
+    return { ...conv.json, messages: out };
+  },
+
+  summariserCall(model, prompt, { maxTokens, reasoningEffort }) {
+    const body: Json = {
+      model,
+      messages: [
+        { role: 'system', content: prompt.system },
+        { role: 'user', content: prompt.user },
+      ],
+      max_tokens: maxTokens,
+      temperature: 0.2,
+      stream: false,
+    };
+    if (reasoningEffort) body.reasoning_effort = reasoningEffort;
+    return { path: '/chat/completions', body };
+  },
+
+  summaryText(answer) {
+    if (!isObject(answer) || !Array.isArray(answer.choices)) return undefined;
+    const choice: unknown = answer.choices[0];
+    if (!isObject(choice) || !isObject(choice.message)) return undefined;
+    const text = readContent(choice.message.content).text;
+    return stripThinking(text);
+  },
+
+  observe(payload, into: ObservedAnswer) {
+    if (!isObject(payload)) return;
+    if (isObject(payload.usage) && typeof payload.usage.prompt_tokens === 'number')
+      into.promptTokens = payload.usage.prompt_tokens;
+    if (!Array.isArray(payload.choices)) return;
+    for (const choice of payload.choices) {
+      if (!isObject(choice)) continue;
+      const msg = isObject(choice.message)
+        ? choice.message
+        : isObject(choice.delta)
+          ? choice.delta
+          : undefined;
+      if (!msg || !Array.isArray(msg.tool_calls)) continue;
+      for (const call of msg.tool_calls) {
+        if (isObject(call) && isObject(call.function) && typeof call.function.name === 'string')
+          into.toolNames.push(call.function.name);
+      }
+    }
+  },
+};

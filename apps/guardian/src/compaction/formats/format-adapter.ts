@@ -1,0 +1,81 @@
+import { canonicalJson, sha256Hex, type NeutralMessage, type SummaryPrompt } from '@guardian/compaction';
+
+import type { OwnedRoute } from '../../http/api-style';
+
+export type Json = Record<string, unknown>;
+
+/** One parsed request: the engine's neutral messages plus what the adapter needs to rebuild the original shape. */
+export interface ParsedConversation {
+  route: OwnedRoute;
+  model: string;
+  stream: boolean;
+  messages: NeutralMessage[];
+  /** The original items, index for index with `messages`. */
+  items: unknown[];
+  /** Characters every request carries outside the messages (tools array, top-level system or instructions). */
+  fixedChars: number;
+  json: Json;
+}
+
+/** How to rebuild a request: which items to keep, the summary block to place, texts to replace (spill). */
+export interface RebuildPlan {
+  keep: number[];
+  summaryBlock?: string;
+  replaceText?: ReadonlyMap<number, string>;
+}
+
+/** What usage and tool calls an upstream answer reported, read as it streams past. */
+export interface ObservedAnswer {
+  promptTokens?: number;
+  toolNames: string[];
+}
+
+/**
+ * One wire format. Adapters live at the edge so the engine stays format-neutral (issue 5): they parse a request into
+ * neutral messages, rebuild it around a cut, shape the summariser call, and read usage from answers.
+ */
+export interface FormatAdapter {
+  readonly route: OwnedRoute;
+  /** Undefined when the request is not one the engine understands: it then passes through unchanged. */
+  parse(json: unknown, opts: { countTools: boolean }): ParsedConversation | undefined;
+  rebuild(conv: ParsedConversation, plan: RebuildPlan): Json;
+  /** Path under the upstream base (after `/v1`) and body of a summariser call in this format. */
+  summariserCall(
+    model: string,
+    prompt: SummaryPrompt,
+    opts: { maxTokens: number; reasoningEffort?: string },
+  ): { path: string; body: Json };
+  summaryText(answer: unknown): string | undefined;
+  /** Reads one parsed JSON answer or one SSE event's data. */
+  observe(payload: unknown, into: ObservedAnswer): void;
+}
+
+/** Characters an image costs in the estimate: about 800 tokens, the order of a mid-size image on current models. */
+export const IMAGE_CHARS = 2800;
+
+export function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function str(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+/**
+ * Fills each message's digest from its original item. Done only when a request is over budget (the memo needs
+ * prefix hashes then), so a request that fits costs no hashing. Canonical JSON: key order never splits a conversation.
+ */
+export function fillDigests(conv: ParsedConversation): void {
+  conv.messages.forEach((m, i) => {
+    if (!m.digest) m.digest = sha256Hex(canonicalJson(conv.items[i]));
+  });
+}
+
+export function jsonChars(v: unknown): number {
+  return v === undefined ? 0 : (JSON.stringify(v) ?? '').length;
+}
+
+/** Drops a reasoning model's `<think>...</think>` preamble from a summary. */
+export function stripThinking(text: string): string {
+  return text.replace(/<think>[\s\S]*?<\/think>/gi, '').trim();
+}

@@ -1,0 +1,90 @@
+import { Injectable } from '@nestjs/common';
+
+import { Calibration, requestChars, tokensForChars, type Counter } from '@guardian/compaction';
+import { tokenizeCount, UpstreamClient, type HeaderMap } from '@guardian/upstream';
+
+import { GuardianConfig } from '../config/guardian-config';
+import type { ParsedConversation } from './formats/format-adapter';
+
+export type CountSource = 'tokenize' | 'calibrated' | 'estimate';
+
+export interface RequestCount {
+  tokens: number;
+  /** The uncalibrated estimate (chars / GUARDIAN_CHARS_PER_TOKEN), what calibration samples compare against. */
+  rawEstimate: number;
+  source: CountSource;
+  counter: Counter;
+}
+
+/** An estimate this close to the budget (either side) is worth an exact count. */
+const NEAR_BUDGET = 0.15;
+
+/**
+ * Counts a request's tokens (issue 3 §2): characters / GUARDIAN_CHARS_PER_TOKEN over everything the request carries,
+ * times a factor learned per (upstream, model) from the usage the upstream reports. Near the budget, and when the
+ * upstream has a tokenizer endpoint, it asks for the exact count with a short timeout.
+ */
+@Injectable()
+export class RequestCounter {
+  private readonly calibrations = new Map<string, Calibration>();
+  /** Tokenize attempts that failed in a row; after a few the upstream is taken to have no tokenizer. */
+  private tokenizeFailures = 0;
+
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly upstream: UpstreamClient,
+  ) {}
+
+  counterFor(model: string): Counter {
+    const cal = this.calibrations.get(model);
+    const factor = this.config.env.GUARDIAN_CALIBRATE && cal ? cal.factor : 1;
+    return { charsPerToken: this.config.env.GUARDIAN_CHARS_PER_TOKEN, factor };
+  }
+
+  isCalibrated(model: string): boolean {
+    return this.config.env.GUARDIAN_CALIBRATE && (this.calibrations.get(model)?.calibrated ?? false);
+  }
+
+  estimate(conv: ParsedConversation): RequestCount {
+    const counter = this.counterFor(conv.model);
+    const chars = requestChars(conv.messages, conv.fixedChars);
+    const rawEstimate = tokensForChars(chars, { ...counter, factor: 1 });
+    const tokens = tokensForChars(chars, counter);
+    return {
+      tokens,
+      rawEstimate,
+      counter,
+      source: this.isCalibrated(conv.model) ? 'calibrated' : 'estimate',
+    };
+  }
+
+  /** The estimate, made exact by the upstream's tokenizer when it lands near the budget. */
+  async count(conv: ParsedConversation, budget: number, headers: HeaderMap): Promise<RequestCount> {
+    const est = this.estimate(conv);
+    if (conv.route !== 'chat' || this.tokenizeFailures >= 3) return est;
+    if (Math.abs(est.tokens - budget) > budget * NEAR_BUDGET) return est;
+    const exact = await tokenizeCount(this.upstream, {
+      model: conv.model,
+      messages: conv.items,
+      flatText: conv.messages.map((m) => m.text).join('\n'),
+      headers,
+      timeoutMs: this.config.env.GUARDIAN_TOKENIZE_TIMEOUT_MS,
+    });
+    if (exact === undefined) {
+      this.tokenizeFailures += 1;
+      return est;
+    }
+    this.tokenizeFailures = 0;
+    return { ...est, tokens: exact, source: 'tokenize' };
+  }
+
+  /** One usage sample: the upstream's prompt tokens for a request whose raw estimate was `rawEstimate`. */
+  observe(model: string, promptTokens: number, rawEstimate: number): void {
+    let cal = this.calibrations.get(model);
+    if (!cal) {
+      cal = new Calibration();
+      this.calibrations.set(model, cal);
+    }
+    cal.observe(promptTokens, rawEstimate);
+  }
+}

@@ -1,0 +1,96 @@
+import { Injectable } from '@nestjs/common';
+
+import {
+  ArchiveWriter,
+  CompactionLog,
+  Receipts,
+  type CompactionLogInput,
+  type SpanInput,
+  type SpanRef,
+} from '@guardian/archive';
+import { withSpan } from '@guardian/telemetry';
+
+import { Observability } from '../observability/observability';
+
+/**
+ * Writes what compaction evicts and the log lines `--savings` reads. A span that cannot be written is deferred,
+ * not fatal (CONTRACTS §2.3): the caller still forwards the compacted request and a later turn writes it. A log or
+ * receipt line that cannot be written is a warning: the request is not affected.
+ */
+@Injectable()
+export class SpanRecorder {
+  constructor(
+    private readonly archive: ArchiveWriter,
+    private readonly log: CompactionLog,
+    private readonly receipts: Receipts,
+    private readonly obs: Observability,
+  ) {}
+
+  /** The span's ref, or undefined when the write failed (counted as archive_deferred). */
+  async write(input: SpanInput): Promise<SpanRef | undefined> {
+    const started = performance.now();
+    try {
+      const ref = await withSpan(
+        'guardian.archive.write',
+        { 'guardian.span.kind': input.kind, 'guardian.span.messages': input.messages.length },
+        () => this.archive.write(input),
+      );
+      this.obs.metrics.archiveWriteDuration.observe((performance.now() - started) / 1000);
+      return ref;
+    } catch (err) {
+      const code = errnoOf(err);
+      const reason =
+        code === 'ENOSPC'
+          ? 'no_space'
+          : code === 'EROFS'
+            ? 'read_only'
+            : code === 'EACCES' || code === 'EPERM'
+              ? 'permission'
+              : 'other';
+      this.obs.metrics.archiveWriteFailures.inc({ reason });
+      this.obs.metrics.archiveDeferred.inc();
+      this.obs.state.archiveDeferred += 1;
+      this.obs.state.emit({ kind: 'archive_deferred', route: input.route, model: input.model, reason });
+      this.obs.failOpen('archive', reason, { route: routeLabel(input.route), model: input.model, err });
+      return undefined;
+    }
+  }
+
+  async logLine(line: CompactionLogInput, tokensBefore: number, tokensAfter: number): Promise<void> {
+    try {
+      await this.log.append(line);
+      if (!line.dry_run)
+        await this.receipts.record({
+          kind: 'compaction',
+          tokens_before: tokensBefore,
+          tokens_after: tokensAfter,
+        });
+    } catch (err) {
+      this.obs.failOpen('archive', 'log_write', { route: routeLabel(line.route), model: line.model, err });
+    }
+  }
+
+  async recallToolCall(): Promise<void> {
+    try {
+      await this.receipts.record({ kind: 'recall_tool_call', chars_returned: 0 });
+    } catch (err) {
+      this.obs.failOpen('archive', 'receipt_write', { route: 'other', err });
+    }
+  }
+}
+
+function errnoOf(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 4 && e; depth++) {
+    if (typeof e === 'object' && e !== null && 'code' in e && typeof e.code === 'string') {
+      const c = (e as { code: string }).code;
+      if (c.startsWith('E')) return c;
+    }
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return undefined;
+}
+
+function routeLabel(route: string): 'chat' | 'messages' | 'responses' | 'other' {
+  return route === 'chat' || route === 'messages' || route === 'responses' ? route : 'other';
+}

@@ -1,0 +1,145 @@
+import { randomBytes } from 'node:crypto';
+
+import { Injectable } from '@nestjs/common';
+
+import { buildSummaryPrompt, groupForPrompts, type Counter, type SummaryPrompt } from '@guardian/compaction';
+import { genAiAttributes, withSpan } from '@guardian/telemetry';
+import { UpstreamClient, type HeaderMap } from '@guardian/upstream';
+
+import { GuardianConfig } from '../config/guardian-config';
+import { Observability } from '../observability/observability';
+import type { FormatAdapter } from './formats/format-adapter';
+
+/** A summary could not be had: the compaction fails open. `code` names why. */
+export class SummariseError extends Error {
+  constructor(
+    readonly code: 'SUMMARY_HTTP_ERROR' | 'SUMMARY_TOO_SHORT' | 'SUMMARY_EMPTY' | 'TRANSCRIPT_TOO_SHORT',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface SummaryResult {
+  summary: string;
+  calls: number;
+  chunked: boolean;
+  retries: number;
+}
+
+export interface SummariseInput {
+  adapter: FormatAdapter;
+  model: string;
+  headers: HeaderMap;
+  lines: string[];
+  prior?: string;
+  window: number;
+  reserve: number;
+  counter: Counter;
+  signal: AbortSignal;
+  route: 'chat' | 'messages' | 'responses';
+}
+
+/**
+ * Summarises an evicted stretch with the same upstream and model, the client's credentials forwarded (issue 3 §5).
+ * A prompt that would not fit (window - reserve) is done in consecutive groups (first group; then summary so far +
+ * next group). A summary under GUARDIAN_MIN_SUMMARY_CHARS is asked for once more; any failure throws SummariseError.
+ */
+@Injectable()
+export class Summariser {
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly upstream: UpstreamClient,
+    private readonly obs: Observability,
+  ) {}
+
+  maxSummaryTokens(reserve: number): number {
+    return Math.min(2048, Math.max(256, Math.floor(reserve / 2)));
+  }
+
+  async summarise(input: SummariseInput): Promise<SummaryResult> {
+    const env = this.config.env;
+    const transcriptChars = input.lines.reduce((n, l) => n + l.length, 0);
+    if (transcriptChars < env.GUARDIAN_MIN_TRANSCRIPT_CHARS) {
+      throw new SummariseError(
+        'TRANSCRIPT_TOO_SHORT',
+        `transcript of ${transcriptChars} chars is under GUARDIAN_MIN_TRANSCRIPT_CHARS`,
+      );
+    }
+    const maxTokens = this.maxSummaryTokens(input.reserve);
+    const groups = groupForPrompts(input.lines, {
+      limitTokens: input.window - input.reserve,
+      summaryAllowanceTokens: maxTokens,
+      counter: input.counter,
+      hasPrior: input.prior !== undefined,
+    });
+    let summary = input.prior;
+    let calls = 0;
+    let retries = 0;
+    for (const group of groups) {
+      const prompt = buildSummaryPrompt(group, summary, {
+        nonce: randomBytes(9).toString('base64url'),
+        toolArgChars: env.GUARDIAN_TOOL_ARG_CHARS,
+      });
+      let text = await this.call(input, prompt, maxTokens);
+      calls += 1;
+      if (text.length < env.GUARDIAN_MIN_SUMMARY_CHARS) {
+        retries += 1;
+        this.obs.state.summaryRetries += 1;
+        this.obs.metrics.summaryRetries.inc();
+        text = await this.call(input, prompt, maxTokens);
+        calls += 1;
+        if (text.length < env.GUARDIAN_MIN_SUMMARY_CHARS) {
+          throw new SummariseError(
+            'SUMMARY_TOO_SHORT',
+            `summary of ${text.length} chars twice under GUARDIAN_MIN_SUMMARY_CHARS`,
+          );
+        }
+      }
+      summary = text;
+    }
+    if (summary === undefined) throw new SummariseError('SUMMARY_EMPTY', 'nothing to summarise');
+    return { summary, calls, chunked: groups.length > 1, retries };
+  }
+
+  private async call(input: SummariseInput, prompt: SummaryPrompt, maxTokens: number): Promise<string> {
+    const { path, body } = input.adapter.summariserCall(input.model, prompt, {
+      maxTokens,
+      reasoningEffort: this.config.env.GUARDIAN_SUMMARY_REASONING_EFFORT,
+    });
+    const started = performance.now();
+    this.obs.state.summariserCalls += 1;
+    return withSpan(
+      'guardian.summarise',
+      genAiAttributes({ operation: 'chat', model: input.model, system: input.route }),
+      async () => {
+        try {
+          const res = await this.upstream.json({
+            method: 'POST',
+            path: `${this.config.upstream.basePath}${path}`,
+            headers: { ...input.headers, 'content-type': 'application/json', accept: 'application/json' },
+            body: Buffer.from(JSON.stringify(body)),
+            signal: input.signal,
+          });
+          if (res.status !== 200) {
+            throw new SummariseError('SUMMARY_HTTP_ERROR', `summariser answered HTTP ${res.status}`);
+          }
+          const text = input.adapter.summaryText(res.body)?.trim() ?? '';
+          this.obs.metrics.summariserDuration.observe(
+            { outcome: text.length < this.config.env.GUARDIAN_MIN_SUMMARY_CHARS ? 'short' : 'ok' },
+            (performance.now() - started) / 1000,
+          );
+          return text;
+        } catch (err) {
+          this.obs.metrics.summariserDuration.observe(
+            { outcome: 'error' },
+            (performance.now() - started) / 1000,
+          );
+          if (err instanceof SummariseError) throw err;
+          throw new SummariseError('SUMMARY_HTTP_ERROR', 'summariser call failed', { cause: err });
+        }
+      },
+    );
+  }
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+
+/**
+ * Every GUARDIAN_* variable the sidecar reads, with its default and unit (CONTRACTS §7).
+ * The README's configuration table lists the same names; test/docs/config-table.spec.ts checks both ways.
+ */
+const flag = (fallback: '0' | '1') =>
+  z
+    .enum(['0', '1', 'true', 'false', 'yes', 'no', 'on', 'off'], {
+      message: 'expected 1/0, true/false, yes/no or on/off',
+    })
+    .default(fallback)
+    .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+
+const int = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
+const fraction = (fallback: number) => z.coerce.number().gt(0).lt(1).default(fallback);
+const optionalInt = (min: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === '') return undefined;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < min) {
+        ctx.addIssue({ code: 'custom', message: `expected an integer >= ${min}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+export const envSchema = z.object({
+  GUARDIAN_UPSTREAM_URL: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8000/v1'),
+  GUARDIAN_HOST: z.string().min(1).default('127.0.0.1'),
+  GUARDIAN_PORT: int(8786).pipe(z.number().max(65535)),
+  GUARDIAN_NUM_CTX: optionalInt(256),
+  GUARDIAN_COMPACT_THRESHOLD: fraction(0.85),
+  GUARDIAN_RESERVE_OUTPUT: int(8192),
+  GUARDIAN_KEEP_RECENT_FRACTION: fraction(0.2),
+  GUARDIAN_KEEP_RECENT_MESSAGES: optionalInt(1),
+  GUARDIAN_CHARS_PER_TOKEN: z.coerce.number().gt(0).default(3.5),
+  GUARDIAN_COUNT_TOOLS: flag('1'),
+  GUARDIAN_CALIBRATE: flag('1'),
+  GUARDIAN_TOKENIZE_TIMEOUT_MS: int(300),
+  GUARDIAN_UPSTREAM_TIMEOUT: z.coerce.number().positive().default(600),
+  GUARDIAN_UPSTREAM_CONNECT_TIMEOUT: z.coerce.number().positive().default(10),
+  GUARDIAN_MAX_BODY_BYTES: int(67108864, 1024),
+  GUARDIAN_DATA_DIR: optionalText,
+  GUARDIAN_SPAN_DIR: optionalText,
+  GUARDIAN_LOG_DIR: optionalText,
+  GUARDIAN_LOG_PATH: optionalText,
+  GUARDIAN_RECEIPTS: optionalText,
+  GUARDIAN_KEEP_SPANS: int(500),
+  GUARDIAN_RETENTION_DAYS: int(0),
+  GUARDIAN_SEAL_ANCHOR_DIR: optionalText,
+  GUARDIAN_SEAL_ANCHOR_PATH: optionalText,
+  GUARDIAN_MIN_SUMMARY_CHARS: int(40),
+  GUARDIAN_MIN_TRANSCRIPT_CHARS: int(80),
+  GUARDIAN_TOOL_ARG_CHARS: int(300),
+  GUARDIAN_SUMMARY_REASONING_EFFORT: optionalText,
+  GUARDIAN_SUMMARY_MEMO: flag('1'),
+  GUARDIAN_PIN_MAX_CHARS: int(1600),
+  GUARDIAN_DRY_RUN: flag('0'),
+  GUARDIAN_CAPTURE: z.enum(['off', 'journal']).default('off'),
+  GUARDIAN_COST_PER_1M_INPUT_USD: z.coerce.number().min(0).default(0),
+  GUARDIAN_MAX_SESSIONS: int(1024, 1),
+  GUARDIAN_REDIS_URL: optionalText.pipe(
+    z
+      .string()
+      .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
+      .optional(),
+  ),
+  GUARDIAN_REDIS_PREFIX: z.string().default('guardian:'),
+  GUARDIAN_REDIS_TIMEOUT_MS: int(50, 1),
+  GUARDIAN_MEMO_TTL: int(604800, 1),
+  GUARDIAN_MEMO_LOCK_WAIT_MS: int(30000),
+  GUARDIAN_ADMIN_TOKEN: optionalText,
+  GUARDIAN_TOKENS_FILE: optionalText,
+  GUARDIAN_TOKEN_REQUIRED: flag('0'),
+  GUARDIAN_SESSION_HEADER_REQUIRED: flag('0'),
+  GUARDIAN_ALLOWED_HOSTS: optionalText,
+  GUARDIAN_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalText,
+});
+
+export type GuardianEnv = z.infer<typeof envSchema>;

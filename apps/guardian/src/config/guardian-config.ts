@@ -1,0 +1,88 @@
+import { homedir } from 'node:os';
+
+import { resolveGuardianPaths } from '@guardian/archive';
+
+import { envSchema, type GuardianEnv } from './config.schema';
+
+/** Raised at boot when a variable is invalid; the message names the variable and what was expected. */
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+}
+
+export interface UpstreamTarget {
+  /** The configured base, `/v1` included, without a trailing slash. */
+  base: URL;
+  /** Path prefix of the base (`/v1`), used to map `/v1/<rest>` onto `<base>/<rest>`. */
+  basePath: string;
+  origin: string;
+}
+
+/**
+ * The sidecar's configuration, read from the environment once at boot (HOUSE rule 2).
+ * A class so that Nest can inject it by type.
+ */
+export class GuardianConfig {
+  readonly env: GuardianEnv;
+  readonly upstream: UpstreamTarget;
+  readonly paths: ReturnType<typeof resolveGuardianPaths>;
+  readonly allowedHosts: string[];
+  readonly version: string;
+  /** Messages to log once at startup (legacy variables, clamped reserve). */
+  readonly warnings: string[] = [];
+
+  private constructor(
+    env: GuardianEnv,
+    version: string,
+    home: string,
+    raw: Record<string, string | undefined>,
+  ) {
+    this.env = env;
+    this.version = version;
+    const base = new URL(env.GUARDIAN_UPSTREAM_URL.replace(/\/+$/, ''));
+    this.upstream = { base, basePath: base.pathname.replace(/\/+$/, ''), origin: base.origin };
+    this.paths = resolveGuardianPaths(raw, home);
+    this.warnings.push(...this.paths.warnings);
+    this.allowedHosts = (env.GUARDIAN_ALLOWED_HOSTS ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean);
+    if (env.GUARDIAN_NUM_CTX !== undefined && env.GUARDIAN_RESERVE_OUTPUT >= env.GUARDIAN_NUM_CTX) {
+      this.warnings.push(
+        `GUARDIAN_RESERVE_OUTPUT (${env.GUARDIAN_RESERVE_OUTPUT}) is not below GUARDIAN_NUM_CTX (${env.GUARDIAN_NUM_CTX}); half the window is reserved instead`,
+      );
+    }
+  }
+
+  static fromEnv(
+    raw: Record<string, string | undefined>,
+    opts: { version: string; home?: string },
+  ): GuardianConfig {
+    const picked: Record<string, string> = {};
+    for (const [k, v] of Object.entries(raw)) {
+      if ((k.startsWith('GUARDIAN_') || k.startsWith('OTEL_')) && v !== undefined) picked[k] = v;
+    }
+    const parsed = envSchema.safeParse(picked);
+    if (!parsed.success) {
+      const lines = parsed.error.issues.map((i) => {
+        const name = i.path.join('.') || '(environment)';
+        return `${name}=${JSON.stringify(picked[name] ?? '')}: ${i.message}`;
+      });
+      throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
+    }
+    return new GuardianConfig(parsed.data, opts.version, opts.home ?? homedir(), raw);
+  }
+
+  /** True when the bind address is loopback only: the archive is then open without tokens (CONTRACTS §6). */
+  get loopbackBind(): boolean {
+    const h = this.env.GUARDIAN_HOST;
+    return h === 'localhost' || h === '::1' || h.startsWith('127.');
+  }
+
+  get dashboardUrl(): string {
+    const host = this.env.GUARDIAN_HOST.includes(':')
+      ? `[${this.env.GUARDIAN_HOST}]`
+      : this.env.GUARDIAN_HOST;
+    const shown = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
+    return `http://${shown}:${this.env.GUARDIAN_PORT}/guardian/health`;
+  }
+}

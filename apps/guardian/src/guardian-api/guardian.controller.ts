@@ -1,0 +1,121 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+import { Controller, Get, Header, HttpException, Query, Req, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+import { computeBudget } from '@guardian/compaction';
+import { MemoStore } from '@guardian/memo';
+import { GuardianMetrics } from '@guardian/telemetry';
+
+import { sessionHash } from '../compaction/session';
+import { GuardianConfig } from '../config/guardian-config';
+import { GuardianRuntime } from '../config/guardian-runtime';
+import { GuardianState, type GuardianEvent } from '../state/guardian-state';
+import { AccessGuard } from './access.guard';
+import { buildStats } from './stats';
+
+/** The page is read once; `__CSP_NONCE__` is replaced per response so only its own inline script and style run. */
+const PAGE = readFileSync(join(__dirname, '..', 'observability', 'health-page.html'), 'utf8');
+
+/** Guardian's own JSON endpoints and dashboard (CONTRACTS §5). Metadata only: no message text anywhere. */
+@Controller()
+export class GuardianController {
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly runtime: GuardianRuntime,
+    private readonly state: GuardianState,
+    private readonly memo: MemoStore,
+    private readonly metrics: GuardianMetrics,
+  ) {}
+
+  @Get('metrics')
+  async prometheus(@Res() reply: FastifyReply): Promise<void> {
+    const body = await this.metrics.registry.metrics();
+    await reply.header('content-type', this.metrics.registry.contentType).send(body);
+  }
+
+  @Get('guardian/stats')
+  @UseGuards(AccessGuard)
+  @Header('cache-control', 'no-store')
+  async stats(): Promise<Record<string, unknown>> {
+    const env = this.config.env;
+    return buildStats({
+      config: this.config,
+      state: this.state,
+      replica: this.runtime.replica,
+      memoStore: this.memo.kind,
+      sessions: await this.memo.recentUsage(20),
+      budgetFor: (w) => computeBudget(w, env.GUARDIAN_COMPACT_THRESHOLD, env.GUARDIAN_RESERVE_OUTPUT).budget,
+    });
+  }
+
+  @Get('guardian/usage')
+  @UseGuards(AccessGuard)
+  @Header('cache-control', 'no-store')
+  async usage(@Query('session') session?: string): Promise<Record<string, unknown>> {
+    if (session !== undefined && (session.length === 0 || Buffer.byteLength(session) > 256)) {
+      throw new HttpException({ code: 'GUARDIAN_BAD_SESSION', message: 'session must be 1-256 bytes' }, 400);
+    }
+    const record = await this.memo.getUsage(session === undefined ? undefined : sessionHash(session));
+    if (!record) {
+      throw new HttpException(
+        {
+          code: 'GUARDIAN_NO_SESSION',
+          message: session === undefined ? 'no session seen yet' : 'unknown session',
+        },
+        404,
+      );
+    }
+    return {
+      window: record.window,
+      used_after_compaction: record.used_after_compaction,
+      pct: record.pct,
+      count_source: record.count_source,
+      model: record.model,
+      last_compaction_at: record.last_compaction_at,
+    };
+  }
+
+  @Get('guardian/events')
+  @UseGuards(AccessGuard)
+  async events(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const accept = String(req.headers.accept ?? '');
+    if (!accept.includes('text/event-stream')) {
+      await reply.header('cache-control', 'no-store').send({ events: this.state.events });
+      return;
+    }
+    // A live stream: the recent events first, then each new one as it happens.
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+    });
+    const send = (e: GuardianEvent) => raw.write(`event: ${e.kind}\ndata: ${JSON.stringify(e)}\n\n`);
+    for (const e of this.state.events) send(e);
+    const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
+    this.state.live.on('event', send);
+    raw.on('close', () => {
+      clearInterval(keepAlive);
+      this.state.live.off('event', send);
+    });
+  }
+
+  @Get('guardian/health')
+  @UseGuards(AccessGuard)
+  async page(@Res() reply: FastifyReply): Promise<void> {
+    const nonce = randomBytes(16).toString('base64');
+    await reply
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header(
+        'content-security-policy',
+        `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+      )
+      .header('x-content-type-options', 'nosniff')
+      .send(PAGE.replace(/__CSP_NONCE__/g, nonce));
+  }
+}

@@ -1,0 +1,60 @@
+import type { UsageRecord } from '@guardian/memo';
+
+import type { GuardianConfig } from '../config/guardian-config';
+import type { GuardianState } from '../state/guardian-state';
+
+/** The `/guardian/stats` body: at least the keys CONTRACTS §5 lists, plus what the dashboard draws. No message text. */
+export function buildStats(args: {
+  config: GuardianConfig;
+  state: GuardianState;
+  replica: string;
+  memoStore: string;
+  sessions: UsageRecord[];
+  budgetFor: (window: number) => number;
+}): Record<string, unknown> {
+  const { config, state } = args;
+  const env = config.env;
+  const last = state.lastModel ? state.windows.get(state.lastModel) : undefined;
+  const window = last?.window ?? env.GUARDIAN_NUM_CTX ?? null;
+  return {
+    version: config.version,
+    upstream: config.upstream.base.href.replace(/\/+$/, ''),
+    replica: args.replica,
+    started_at: state.startedAt,
+    num_ctx: window,
+    window_source: last?.source ?? (env.GUARDIAN_NUM_CTX ? 'env' : 'detected per model'),
+    windows: Object.fromEntries(
+      [...state.windows].map(([model, w]) => [model, { window: w.window, source: w.source }]),
+    ),
+    effective_input_budget: window === null ? null : args.budgetFor(window),
+    compactions_performed: state.compactionsPerformed,
+    summaries_reused: state.summariesReused,
+    summaries_chunked: state.summariesChunked,
+    summary_retries: state.summaryRetries,
+    summariser_calls: state.summariserCalls,
+    oversized_spills: state.oversizedSpills,
+    compactions_with_pins: state.compactionsWithPins,
+    last_pins_carried: state.lastPinsCarried,
+    fail_open: { ...state.failOpen },
+    archive_deferred: state.archiveDeferred,
+    overflow_recovered: state.overflowRecovered,
+    tokens_kept_out: state.tokensKeptOut,
+    dry_run: env.GUARDIAN_DRY_RUN,
+    keep_recent:
+      env.GUARDIAN_KEEP_RECENT_MESSAGES !== undefined
+        ? { messages: env.GUARDIAN_KEEP_RECENT_MESSAGES }
+        : { fraction: env.GUARDIAN_KEEP_RECENT_FRACTION },
+    memo_store: args.memoStore,
+    upstream_status: state.upstreamStatus,
+    seal_status: state.sealStatus,
+    sessions: args.sessions.map((s) => ({
+      session: s.session.slice(0, 8),
+      model: s.model,
+      window: s.window,
+      used: s.used_after_compaction,
+      pct: s.pct,
+      count_source: s.count_source,
+      at: s.at,
+    })),
+  };
+}

@@ -1,0 +1,55 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** The wire format a request speaks, so guardian's own refusals look like that API's errors. */
+export type ApiStyle = 'openai' | 'anthropic';
+
+/** The routes guardian reads (and may compact); everything else only passes through. */
+export type OwnedRoute = 'chat' | 'messages' | 'responses';
+export type RouteLabel = OwnedRoute | 'other' | 'guardian';
+
+export function pathOnly(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+/** `/v1/chat/completions` -> chat, `/v1/messages` -> messages, `/v1/responses` -> responses (POST only). */
+export function ownedRoute(method: string, url: string): OwnedRoute | undefined {
+  if (method !== 'POST') return undefined;
+  const path = pathOnly(url).replace(/\/+$/, '');
+  if (path === '/v1/chat/completions' || path === '/chat/completions') return 'chat';
+  if (path === '/v1/messages' || path === '/messages') return 'messages';
+  if (path === '/v1/responses' || path === '/responses') return 'responses';
+  return undefined;
+}
+
+export function apiStyleOf(url: string, headers: IncomingHttpHeaders): ApiStyle {
+  const path = pathOnly(url);
+  if (path.startsWith('/v1/messages') || path.startsWith('/messages')) return 'anthropic';
+  if (headers['anthropic-version'] !== undefined) return 'anthropic';
+  return 'openai';
+}
+
+const ANTHROPIC_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  502: 'api_error',
+  504: 'api_error',
+};
+
+/**
+ * An error body shaped like the route's API (OpenAI `{"error":{...}}`, Anthropic `{"type":"error","error":{...}}`),
+ * always carrying guardian's stable `code` so a client or an operator can tell guardian's answer from the upstream's.
+ */
+export function errorBody(style: ApiStyle, status: number, code: string, message: string): string {
+  if (style === 'anthropic') {
+    return JSON.stringify({
+      type: 'error',
+      error: { type: ANTHROPIC_TYPES[status] ?? 'api_error', message, code },
+    });
+  }
+  const type = status >= 500 ? 'server_error' : 'invalid_request_error';
+  return JSON.stringify({ error: { message, type, param: null, code } });
+}

@@ -1,0 +1,58 @@
+import { computeBudget } from '@guardian/compaction';
+import { createLogger } from '@guardian/telemetry';
+import { startOtelSdk } from '@guardian/telemetry';
+
+import { startGuardian } from './bootstrap';
+import { ConfigError, GuardianConfig } from './config/guardian-config';
+import { packageVersion } from './config/version';
+
+/** Boots the sidecar from the environment; exits 1 with a clear message when the configuration is invalid. */
+async function main(): Promise<void> {
+  let config: GuardianConfig;
+  try {
+    config = GuardianConfig.fromEnv(process.env, { version: packageVersion() });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`context-guardian: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const env = config.env;
+  const logger = createLogger({ level: env.GUARDIAN_LOG_LEVEL, name: 'context-guardian' });
+  for (const w of config.warnings) logger.warn({}, w);
+  const otel = await startOtelSdk(process.env);
+  const running = await startGuardian(config, logger);
+
+  const window = env.GUARDIAN_NUM_CTX;
+  const budget = window
+    ? computeBudget(window, env.GUARDIAN_COMPACT_THRESHOLD, env.GUARDIAN_RESERVE_OUTPUT).budget
+    : undefined;
+  const keep =
+    env.GUARDIAN_KEEP_RECENT_MESSAGES !== undefined
+      ? `last ${env.GUARDIAN_KEEP_RECENT_MESSAGES} messages`
+      : `${Math.round(env.GUARDIAN_KEEP_RECENT_FRACTION * 100)}% of (window - reserve), at least 4 messages`;
+  logger.info(
+    {
+      version: config.version,
+      upstream: config.upstream.base.href,
+      window: window ?? 'detected per model',
+      budget: budget ?? 'per model',
+      keepRecent: keep,
+      dashboard: config.dashboardUrl,
+      replica: running.runtime.replica,
+    },
+    `context-guardian ${config.version} on ${running.url} -> ${config.upstream.base.href}; window ${window ?? 'detected per model'}, budget ${budget ?? `${env.GUARDIAN_COMPACT_THRESHOLD} x window (min window - ${env.GUARDIAN_RESERVE_OUTPUT})`}, keep recent: ${keep}; dashboard ${config.dashboardUrl}`,
+  );
+
+  const shutdown = async (signal: string) => {
+    logger.info({ signal }, 'shutting down');
+    await running.close();
+    await otel?.shutdown();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+void main();

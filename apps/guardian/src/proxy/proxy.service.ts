@@ -1,0 +1,140 @@
+import { Injectable } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+import {
+  requestHeadersForUpstream,
+  responseHeadersForClient,
+  UpstreamClient,
+  UpstreamError,
+  upstreamPathFor,
+  type UpstreamResponse,
+} from '@guardian/upstream';
+
+import { GuardianConfig } from '../config/guardian-config';
+import { apiStyleOf, errorBody, ownedRoute } from '../http/api-style';
+import { CompactionService } from '../compaction/compaction.service';
+import { MAX_SESSION_HEADER_BYTES } from '../compaction/session';
+import { Observability } from '../observability/observability';
+
+/**
+ * The request path, top to bottom: read the body guardian was given (raw bytes), let compaction decide what to
+ * forward (it never throws: any failure forwards the client's bytes, CONTRACTS §2), forward it, and stream the
+ * answer back as it arrives. An upstream that rejects a compacted-or-not request as too long gets one retry.
+ */
+@Injectable()
+export class ProxyService {
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly upstream: UpstreamClient,
+    private readonly compaction: CompactionService,
+    private readonly obs: Observability,
+  ) {}
+
+  async handle(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const started = performance.now();
+    const url = req.raw.url ?? req.url;
+    const route = ownedRoute(req.method, url);
+    const clientBody = Buffer.isBuffer(req.body) ? req.body : undefined;
+
+    // A client that goes away aborts the upstream request (and any summariser call it is waiting on).
+    const abort = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    });
+
+    if (
+      route &&
+      this.config.env.GUARDIAN_SESSION_HEADER_REQUIRED &&
+      !usableSessionHeader(req.headers['x-guardian-session'])
+    ) {
+      this.obs.metrics.requests.inc({ route, outcome: 'refused' });
+      void reply
+        .status(400)
+        .header('content-type', 'application/json')
+        .send(
+          errorBody(
+            apiStyleOf(url, req.headers),
+            400,
+            'GUARDIAN_SESSION_REQUIRED',
+            `X-Guardian-Session (1-${MAX_SESSION_HEADER_BYTES} bytes) is required by GUARDIAN_SESSION_HEADER_REQUIRED`,
+          ),
+        );
+      return;
+    }
+
+    const headers = requestHeadersForUpstream(req.headers);
+    const path = upstreamPathFor(url, this.config.upstream.basePath);
+    const exchange =
+      route && clientBody
+        ? await this.compaction.prepare({
+            route,
+            url,
+            headers: req.headers,
+            body: clientBody,
+            signal: abort.signal,
+            reqId: req.id,
+          })
+        : undefined;
+
+    let res: UpstreamResponse;
+    try {
+      res = await this.upstream.request({
+        method: req.method,
+        path,
+        headers,
+        body: exchange ? exchange.body : clientBody,
+        signal: abort.signal,
+      });
+      if (exchange && res.status >= 400) {
+        res = await exchange.recover(res, (body) =>
+          this.upstream.request({ method: req.method, path, headers, body, signal: abort.signal }),
+        );
+      }
+    } catch (err) {
+      const e = err instanceof UpstreamError ? err : undefined;
+      if (exchange) exchange.finish({ status: e?.status ?? 502, upstreamError: true });
+      else this.obs.metrics.requests.inc({ route: 'other', outcome: 'upstream_error' });
+      if (abort.signal.aborted || e?.code === 'UPSTREAM_ABORTED') {
+        this.obs.logger.debug({ reqId: req.id }, 'client went away before the upstream answered');
+        return;
+      }
+      const status = e?.status ?? 502;
+      const code = e?.code ?? 'UPSTREAM_UNREACHABLE';
+      this.obs.logger.warn({ reqId: req.id, code, path: path.split('?')[0] }, 'upstream request failed');
+      void reply
+        .status(status)
+        .header('content-type', 'application/json')
+        .send(
+          errorBody(
+            apiStyleOf(url, req.headers),
+            status,
+            code,
+            e?.message ?? 'the upstream could not be reached',
+          ),
+        );
+      return;
+    }
+
+    const firstByte = performance.now();
+    if (exchange) {
+      exchange.observe(res, { overheadMs: firstByte - started });
+      const status = res.status;
+      res.body.once('end', () => exchange.finish({ status }));
+      reply.raw.once('close', () => exchange.finish({ status }));
+    } else {
+      this.obs.metrics.requests.inc({ route: 'other', outcome: 'passthrough' });
+    }
+    reply.status(res.status).headers(responseHeadersForClient(res.headers));
+    if (exchange) reply.headers(exchange.responseHeaders);
+    res.body.once('error', (err: Error) => {
+      this.obs.logger.warn({ reqId: req.id, err: err.message }, 'upstream body failed mid-stream');
+      reply.raw.destroy(err);
+    });
+    await reply.send(res.body);
+  }
+}
+
+function usableSessionHeader(value: string | string[] | undefined): boolean {
+  const v = (Array.isArray(value) ? value[0] : value)?.trim();
+  return !!v && Buffer.byteLength(v) <= MAX_SESSION_HEADER_BYTES;
+}

@@ -1,0 +1,83 @@
+import { EventEmitter } from 'node:events';
+
+import { Injectable } from '@nestjs/common';
+
+import type { FailOpenStage } from '@guardian/telemetry';
+
+export type EventKind =
+  | 'compaction'
+  | 'summary_chunked'
+  | 'oversized_spill'
+  | 'fail_open'
+  | 'overflow_recovered'
+  | 'archive_deferred';
+
+/** One entry of `/guardian/events`: counts and names only, never message text (CONTRACTS §5). */
+export interface GuardianEvent {
+  kind: EventKind;
+  at: string;
+  route: string;
+  model?: string;
+  session?: string;
+  [key: string]: string | number | boolean | null | undefined;
+}
+
+export type { FailOpenStage } from '@guardian/telemetry';
+
+export interface WindowInfo {
+  window: number;
+  source: string;
+}
+
+/**
+ * What `/guardian/stats` and the dashboard report: process-wide counters and the recent events.
+ * Plain fields, updated on the request path without allocation beyond the event itself.
+ */
+@Injectable()
+export class GuardianState {
+  static readonly MAX_EVENTS = 200;
+  readonly startedAt = new Date().toISOString();
+  readonly events: GuardianEvent[] = [];
+  readonly live = new EventEmitter();
+  readonly windows = new Map<string, WindowInfo>();
+  lastModel: string | undefined;
+
+  compactionsPerformed = 0;
+  summariesReused = 0;
+  summariesChunked = 0;
+  summaryRetries = 0;
+  summariserCalls = 0;
+  oversizedSpills = 0;
+  compactionsWithPins = 0;
+  lastPinsCarried = 0;
+  archiveDeferred = 0;
+  overflowRecovered = 0;
+  tokensKeptOut = 0;
+  passthroughUnparsed = 0;
+  passthroughStateful = 0;
+  readonly failOpen: Record<FailOpenStage, number> = {
+    parse: 0,
+    count: 0,
+    window: 0,
+    plan: 0,
+    memo: 0,
+    summarise: 0,
+    archive: 0,
+    rebuild: 0,
+    recovery: 0,
+    internal: 0,
+  };
+  upstreamStatus: 'ok' | 'down' | 'unknown' = 'unknown';
+  sealStatus: 'ok' | 'broken' | 'unknown' = 'unknown';
+
+  constructor() {
+    this.live.setMaxListeners(100);
+  }
+
+  emit(event: Omit<GuardianEvent, 'at'> & { at?: string }): void {
+    const e = { ...event, at: event.at ?? new Date().toISOString() } as GuardianEvent;
+    this.events.push(e);
+    if (this.events.length > GuardianState.MAX_EVENTS) this.events.shift();
+    this.live.emit('event', e);
+  }
+}

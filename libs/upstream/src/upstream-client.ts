@@ -1,0 +1,110 @@
+import type { Readable } from 'node:stream';
+
+import { Agent } from 'undici';
+
+import type { HeaderMap } from './headers';
+import { classifyUpstreamError } from './upstream-error';
+
+export interface UpstreamClientOptions {
+  origin: string;
+  /** Seconds to wait for response headers and between body chunks (GUARDIAN_UPSTREAM_TIMEOUT). */
+  timeoutSeconds: number;
+  /** Seconds to establish a connection (GUARDIAN_UPSTREAM_CONNECT_TIMEOUT). */
+  connectTimeoutSeconds: number;
+}
+
+export interface UpstreamRequest {
+  method: string;
+  /** Path and query on the upstream origin. */
+  path: string;
+  headers: HeaderMap;
+  body?: Buffer;
+  signal?: AbortSignal;
+  /** Overrides the default headers timeout (the /tokenize probe uses a short one). */
+  timeoutMs?: number;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: HeaderMap;
+  body: Readable;
+}
+
+/**
+ * One keep-alive connection pool to the configured upstream. Every upstream call of the sidecar goes
+ * through here: forwarded client requests, summariser calls, window detection and /tokenize.
+ */
+export class UpstreamClient {
+  private readonly agent: Agent;
+
+  constructor(private readonly options: UpstreamClientOptions) {
+    this.agent = new Agent({
+      connect: { timeout: options.connectTimeoutSeconds * 1000 },
+      headersTimeout: options.timeoutSeconds * 1000,
+      bodyTimeout: options.timeoutSeconds * 1000,
+      keepAliveTimeout: 30_000,
+      connections: 256,
+      pipelining: 1,
+    });
+  }
+
+  get origin(): string {
+    return this.options.origin;
+  }
+
+  /** Sends one request; the body is a stream the caller must consume or destroy. Throws UpstreamError. */
+  async request(req: UpstreamRequest): Promise<UpstreamResponse> {
+    try {
+      const res = await this.agent.request({
+        origin: this.options.origin,
+        path: req.path,
+        method: req.method,
+        headers: req.headers,
+        body: req.body,
+        signal: req.signal,
+        headersTimeout: req.timeoutMs,
+        bodyTimeout: req.timeoutMs,
+      });
+      return { status: res.statusCode, headers: res.headers as HeaderMap, body: res.body };
+    } catch (err) {
+      throw classifyUpstreamError(err);
+    }
+  }
+
+  /** A small JSON request (window detection, /tokenize, the summariser): reads the whole body, bounded by `maxBytes`. */
+  async json(
+    req: UpstreamRequest & { maxBytes?: number },
+  ): Promise<{ status: number; body: unknown; text: string }> {
+    const res = await this.request(req);
+    const text = await readBounded(res.body, req.maxBytes ?? 8 * 1024 * 1024);
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      // Not JSON: callers read `text` (an error page, a plain-text answer); `body` stays undefined by design.
+      body = undefined;
+    }
+    return { status: res.status, body, text };
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}
+
+/** Reads a stream to a string, refusing more than `maxBytes` (the stream is destroyed then). */
+export async function readBounded(stream: Readable, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      stream.destroy();
+      throw classifyUpstreamError(
+        Object.assign(new Error(`upstream body over ${maxBytes} bytes`), { code: 'BODY_TOO_LARGE' }),
+      );
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,51 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { startStub, type StubBackend, type StubOptions } from '@guardian/stub-backend';
+import { createLogger } from '@guardian/telemetry';
+
+import { startGuardian, type RunningGuardian } from '../../apps/guardian/src/bootstrap';
+import { GuardianConfig } from '../../apps/guardian/src/config/guardian-config';
+
+export interface Stack {
+  stub: StubBackend;
+  guardian: RunningGuardian;
+  /** `http://127.0.0.1:PORT/v1`, what an SDK's baseURL points at. */
+  baseURL: string;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A real stub upstream on a loopback port and a real sidecar in front of it, with a fresh data dir.
+ * `env` overrides GUARDIAN_* variables (the upstream and the data dir are filled in).
+ */
+export async function startStack(
+  opts: { stub?: StubOptions; env?: Record<string, string> } = {},
+): Promise<Stack> {
+  const stub = await startStub(opts.stub);
+  const dataDir = await mkdtemp(join(tmpdir(), 'cg-test-'));
+  const config = GuardianConfig.fromEnv(
+    {
+      GUARDIAN_UPSTREAM_URL: stub.baseUrl,
+      GUARDIAN_DATA_DIR: dataDir,
+      GUARDIAN_LOG_LEVEL: 'silent',
+      ...opts.env,
+    },
+    { version: 'test', home: dataDir },
+  );
+  const logger = createLogger({ level: config.env.GUARDIAN_LOG_LEVEL });
+  const guardian = await startGuardian(config, logger, { port: 0 });
+  return {
+    stub,
+    guardian,
+    baseURL: `${guardian.url}/v1`,
+    dataDir,
+    async close() {
+      await guardian.close();
+      await stub.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
