@@ -1,0 +1,43 @@
+import { CommanderError } from 'commander';
+import { ZodError } from 'zod';
+
+import { isArchiveError } from '@guardian/archive';
+
+import type { CliIo } from './cli-io';
+import { EXIT, type ExitCode } from './exit-codes';
+
+/** A usage error found after commander parsed the line (conflicting modes, missing term). */
+export class CliUsageError extends Error {
+  readonly code = 'CLI_USAGE';
+}
+
+/**
+ * The one error handler of a CLI (HOUSE rule 12): prints `<name>: <code>: <message>` to stderr and returns the
+ * exit code. Usage errors, bad ids and ages, and a missing archive exit 2; a chain that cannot be repaired
+ * is a break (1); anything unexpected is reported the same way and exits 2 (never a stack trace on stdout).
+ */
+export function handleCliError(err: unknown, io: CliIo, name: string): ExitCode {
+  if (err instanceof CommanderError) {
+    // Commander already printed its message through configureOutput; --help and --version exit 0.
+    return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+  }
+  if (err instanceof ZodError) {
+    const issue = err.issues[0];
+    io.stderr.write(
+      `${name}: CLI_USAGE: ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid input'}\n`,
+    );
+    return EXIT.USAGE;
+  }
+  if (isArchiveError(err, 'ARCHIVE_CHAIN_BROKEN')) {
+    io.stderr.write(`${name}: ${err.code}: ${err.message}\n`);
+    return EXIT.NONE;
+  }
+  if (isArchiveError(err) || err instanceof CliUsageError) {
+    io.stderr.write(`${name}: ${err.code}: ${err.message}\n`);
+    return EXIT.USAGE;
+  }
+  const code =
+    err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : 'CLI_FAILED';
+  io.stderr.write(`${name}: ${code}: ${err instanceof Error ? err.message : String(err)}\n`);
+  return EXIT.USAGE;
+}

@@ -1,0 +1,196 @@
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { CompactionLog, SealedArchive, sha256Hex } from '@guardian/archive';
+
+import type { CliIo } from '../common/cli-io';
+import { main } from './main';
+
+const NOW = new Date('2026-11-01T12:00:00Z');
+
+function captureIo(
+  dataDir: string,
+  env: Record<string, string> = {},
+): CliIo & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: { write: (s: string) => (out += s) },
+    stderr: { write: (s: string) => (err += s), isTTY: false },
+    env: { GUARDIAN_DATA_DIR: dataDir, ...env },
+    home: '/nonexistent-home',
+    now: () => NOW,
+    out: () => out,
+    err: () => err,
+  };
+}
+
+describe('context-guardian-recall', () => {
+  let dataDir: string;
+  let run: string;
+
+  beforeEach(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'recall-cli-'));
+    const archive = new SealedArchive({
+      spanDir: join(dataDir, 'spans'),
+      keepSpans: 500,
+      replica: 'cli1',
+      now: () => NOW,
+    });
+    for (const content of ['The deploy uses port 8786.', 'We rolled back the schema migration.']) {
+      run = (
+        await archive.write({
+          kind: 'compaction',
+          sessionHash: sha256Hex('dev'),
+          route: 'chat',
+          model: 'demo',
+          messages: [{ role: 'user', content }],
+          firstIndex: 1,
+          summary: 'Deploy facts.',
+          at: NOW,
+        })
+      ).run;
+    }
+  });
+  afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('searches: prints hits and exits 0, prints "no hits" and exits 1, writes a counts-only receipt', async () => {
+    const io = captureIo(dataDir);
+    expect(await main(['schema migration'], io)).toBe(0);
+    expect(io.out()).toBe(`${run}/0002.json msg 0 [user]: We rolled back the schema migration.\n`);
+    expect(await main(['kubernetes'], io)).toBe(1);
+    expect(io.out()).toContain('no hits\n');
+    const receipts = readdirSync(join(dataDir, 'receipts'));
+    const lines = readFileSync(join(dataDir, 'receipts', receipts[0]!), 'utf8')
+      .trim()
+      .split('\n');
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      {
+        ts: NOW.toISOString(),
+        kind: 'recall_call',
+        hits: 1,
+        chars_returned: 'We rolled back the schema migration.'.length,
+      },
+      { ts: NOW.toISOString(), kind: 'recall_call', hits: 0, chars_returned: 0 },
+    ]);
+  });
+
+  it('searches with --json', async () => {
+    const io = captureIo(dataDir, { GUARDIAN_RECEIPTS: '0' });
+    expect(await main(['port', '--json', '--run', run], io)).toBe(0);
+    const parsed = JSON.parse(io.out());
+    expect(parsed.total).toBe(1);
+    expect(parsed.hits[0]).toMatchObject({ run, span: 1, message_index: 0, role: 'user' });
+  });
+
+  it('--verify prints OK per run and exits 0; a tampered span prints its break and exits 1', async () => {
+    const io = captureIo(dataDir);
+    expect(await main(['--verify', '--all'], io)).toBe(0);
+    expect(io.out()).toBe(`${run} OK\n1 run(s) checked: all OK\n`);
+    writeFileSync(join(dataDir, 'spans', run, '0001.json'), '{"messages":[]}\n');
+    const after = captureIo(dataDir);
+    expect(await main(['--verify', '--run', run], after)).toBe(1);
+    expect(after.out()).toContain(`${run} BREAK content-changed at seq 1:`);
+  });
+
+  it('--heads, --reindex, --seal-existing, --prune and --repair', async () => {
+    const io = captureIo(dataDir, { GUARDIAN_RETENTION_DAYS: '30' });
+    expect(await main(['--heads'], io)).toBe(0);
+    expect(io.out()).toMatch(new RegExp(`^${run} seq 2 [0-9a-f]{64}\\n$`));
+    expect(await main(['--reindex'], io)).toBe(0);
+    expect(io.out()).toContain('reindexed 2 span(s) in 1 run(s)\n');
+    expect(await main(['--seal-existing'], io)).toBe(0);
+    expect(io.out()).toContain('nothing to seal');
+    expect(await main(['--prune'], io)).toBe(0);
+    expect(io.out()).toContain('0 run(s) older than 30 day(s) removed\n');
+    writeFileSync(
+      join(dataDir, 'spans', run, '0003.json'),
+      '{"messages":[{"role":"user","content":"late"}]}',
+    );
+    expect(await main(['--repair', run], io)).toBe(0);
+    expect(io.out()).toContain(`${run}: sealed 0003.json\n${run} OK\n`);
+  });
+
+  it('--savings prints the block, --json the keys, and a bad AGE exits 2', async () => {
+    const log = new CompactionLog({ logDir: join(dataDir, 'log'), replica: 'cli1', now: () => NOW });
+    await log.append({
+      run,
+      span: 1,
+      session_hash: sha256Hex('dev'),
+      owner_hash: null,
+      route: 'chat',
+      model: 'demo',
+      window: 32768,
+      tokens_before: 145332,
+      tokens_after: 14819,
+      count_source: 'estimate',
+      evicted_messages: 30,
+      summary_reused: false,
+      summariser_calls: 1,
+      chunked: false,
+      oversized_spilled: 1,
+      pins: 0,
+      archive_deferred: false,
+      dry_run: false,
+    });
+    const io = captureIo(dataDir);
+    expect(await main(['--savings', '--since', '7d'], io)).toBe(0);
+    expect(io.out()).toBe(
+      [
+        'Context Guardian savings (last 7d)',
+        '  compactions   1',
+        '  requests      145,332 -> 14,819 tokens (89.8% smaller)',
+        '  kept out      130,513 tokens',
+        '  oversized     1 pasted message(s) cut to head + tail',
+        '  summaries     0 reused (no summariser call)',
+        '  recall        0 call(s), 0 chars returned',
+        '',
+      ].join('\n'),
+    );
+    const json = captureIo(dataDir);
+    expect(await main(['--savings', '--since', '24h', '--json'], json)).toBe(0);
+    expect(Object.keys(JSON.parse(json.out()))).toEqual([
+      'window',
+      'compactions',
+      'tokens_before',
+      'tokens_after',
+      'tokens_kept_out',
+      'pct_smaller',
+      'oversized_spills',
+      'summaries_reused',
+      'recall_calls',
+      'chars_returned',
+    ]);
+    const bad = captureIo(dataDir);
+    expect(await main(['--savings', '--since', '7y'], bad)).toBe(2);
+    expect(bad.err()).toContain('ARCHIVE_BAD_AGE');
+  });
+
+  it('--receipts --share prints the five-line block', async () => {
+    const io = captureIo(dataDir);
+    expect(await main(['--receipts', '--since', '7d', '--share'], io)).toBe(0);
+    const lines = io.out().trimEnd().split('\n');
+    expect(lines).toHaveLength(5);
+    expect(lines[0]).toBe('Context Guardian receipts (last 7d)');
+    expect(lines[2]).toMatch(/^- \d+ spans archived \(\d+\.\d MB\), sealed, all runs verify$/);
+    expect(lines[4]).toBe('- local only: no telemetry, nothing left this machine');
+  });
+
+  it('exits 2 on usage errors, bad ids and a missing archive', async () => {
+    for (const argv of [
+      [],
+      ['--verify', '--heads'],
+      ['term', '--verify'],
+      ['--repair', '../../etc'],
+      ['x', '--run', 'a/b'],
+    ]) {
+      const io = captureIo(dataDir);
+      expect(await main(argv, io)).toBe(2);
+      expect(io.err()).not.toBe('');
+    }
+    const empty = captureIo(join(dataDir, 'nowhere'));
+    expect(await main(['--verify'], empty)).toBe(2);
+    expect(empty.err()).toContain('ARCHIVE_NOT_FOUND');
+  });
+});

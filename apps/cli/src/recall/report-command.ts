@@ -1,0 +1,84 @@
+import {
+  receiptsSummary,
+  savingsSummary,
+  type ReceiptsSummary,
+  type SavingsSummary,
+} from '@guardian/archive';
+
+import { formatCount, printJson } from '../common/cli-io';
+import { EXIT, type ExitCode } from '../common/exit-codes';
+import type { RecallContext } from './recall-context';
+
+function megabytes(bytes: number): string {
+  return `${(bytes / 1_000_000).toFixed(1)} MB`;
+}
+
+function sealLine(r: ReceiptsSummary): string {
+  if (r.runs === 0) return 'no runs yet';
+  if (!r.sealed) return 'not sealed (run --seal-existing)';
+  return r.runs_broken === 0 ? 'sealed, all runs verify' : `sealed, ${r.runs_broken} run(s) fail --verify`;
+}
+
+/** The seed's five-line share block. */
+export function shareBlock(r: ReceiptsSummary): string {
+  return [
+    `Context Guardian receipts (last ${r.window})`,
+    `- ${formatCount(r.compactions)} compactions, ~${formatCount(r.tokens_kept_out)} tokens kept out of the window`,
+    `- ${formatCount(r.spans_archived)} spans archived (${megabytes(r.archive_bytes)}), ${sealLine(r)}`,
+    `- ${formatCount(r.recall_calls)} recall calls opened ${formatCount(r.spans_opened)} spans; ${r.read_back_pct}% of the archive was read back`,
+    '- local only: no telemetry, nothing left this machine',
+  ].join('\n');
+}
+
+function receiptsTable(r: ReceiptsSummary): string {
+  return [
+    `Context Guardian receipts (last ${r.window})`,
+    `  compactions       ${formatCount(r.compactions)}`,
+    `  kept out          ~${formatCount(r.tokens_kept_out)} tokens`,
+    `  spans archived    ${formatCount(r.spans_archived)} (${megabytes(r.archive_bytes)})`,
+    `  seal              ${sealLine(r)}`,
+    `  recall calls      ${formatCount(r.recall_calls)} (${formatCount(r.recall_tool_calls)} by the model through the proxy)`,
+    `  spans opened      ${formatCount(r.spans_opened)}`,
+    `  read back         ${formatCount(r.chars_returned)} chars (${r.read_back_pct}% of the archive)`,
+  ].join('\n');
+}
+
+/** `--receipts --since AGE [--share]`. */
+export async function receiptsCommand(ctx: RecallContext): Promise<ExitCode> {
+  const summary = await receiptsSummary({
+    since: ctx.flags.since,
+    spanDir: ctx.config.spanDir,
+    anchorDir: ctx.config.anchorDir,
+    receiptsDir: ctx.config.receiptsDir,
+    now: ctx.io.now,
+  });
+  if (ctx.flags.json) printJson(ctx.io, summary);
+  else ctx.io.stdout.write(`${ctx.flags.share ? shareBlock(summary) : receiptsTable(summary)}\n`);
+  return EXIT.OK;
+}
+
+/** The seed's savings block. */
+export function savingsBlock(s: SavingsSummary): string {
+  return [
+    `Context Guardian savings (last ${s.window})`,
+    `  compactions   ${formatCount(s.compactions)}`,
+    `  requests      ${formatCount(s.tokens_before)} -> ${formatCount(s.tokens_after)} tokens (${s.pct_smaller}% smaller)`,
+    `  kept out      ${formatCount(s.tokens_kept_out)} tokens`,
+    `  oversized     ${formatCount(s.oversized_spills)} pasted message(s) cut to head + tail`,
+    `  summaries     ${formatCount(s.summaries_reused)} reused (no summariser call)`,
+    `  recall        ${formatCount(s.recall_calls)} call(s), ${formatCount(s.chars_returned)} chars returned`,
+  ].join('\n');
+}
+
+/** `--savings --since AGE [--json]`. */
+export async function savingsCommand(ctx: RecallContext): Promise<ExitCode> {
+  const summary = await savingsSummary({
+    since: ctx.flags.since,
+    logDir: ctx.config.logDir,
+    receiptsDir: ctx.config.receiptsDir,
+    now: ctx.io.now,
+  });
+  if (ctx.flags.json) printJson(ctx.io, summary);
+  else ctx.io.stdout.write(`${savingsBlock(summary)}\n`);
+  return EXIT.OK;
+}

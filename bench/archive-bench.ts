@@ -1,0 +1,167 @@
+// Archive benchmarks (issue 4 "Tests and figures"): seal + write of a 100 KB span with its fsyncs, verify
+// throughput beside sha256sum, search beside grep -r. Sizes: BENCH_ARCHIVE_MB (default 200; the issue's
+// figure is 1024), BENCH_SEARCH_SPANS (default 2000; the issue's figure is 10000). Prints and writes
+// bench/results/archive.txt.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+import { SealedArchive, searchArchive, sha256Hex, verifyArchive } from '@guardian/archive';
+
+/** mulberry32: a small seeded generator, so every run builds the same corpus. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const VOCAB = (
+  'deploy schema rollback cluster token window summary archive replica volume chain anchor verify search ' +
+  'index digest session owner budget reserve model upstream request response stream header config helm ' +
+  'metric latency error retry timeout backoff queue worker cache redis memo prune repair journal capture'
+).split(' ');
+
+function text(rand: () => number, chars: number): string {
+  const words: string[] = [];
+  let length = 0;
+  while (length < chars) {
+    const word = VOCAB[Math.floor(rand() * VOCAB.length)] ?? 'x';
+    words.push(word);
+    length += word.length + 1;
+  }
+  return words.join(' ');
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+function time(fn: () => void): number {
+  const start = performance.now();
+  fn();
+  return performance.now() - start;
+}
+
+async function timeAsync(fn: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await fn();
+  return performance.now() - start;
+}
+
+function span(content: string, i: number): Parameters<SealedArchive['write']>[0] {
+  return {
+    kind: 'compaction',
+    sessionHash: sha256Hex(`bench-${Math.floor(i / 500)}`),
+    route: 'chat',
+    model: 'bench',
+    messages: [{ role: 'user', content }],
+    firstIndex: 1,
+    summary: 'Benchmark span.',
+    at: new Date(),
+  };
+}
+
+async function writeBench(root: string, out: string[]): Promise<void> {
+  const archive = new SealedArchive({
+    spanDir: join(root, 'write'),
+    anchorDir: join(root, 'anchor'),
+    keepSpans: 100_000,
+    replica: 'bench',
+  });
+  const body = text(seeded(1), 100 * 1024);
+  const samples: number[] = [];
+  for (let i = 0; i < 300; i += 1) samples.push(await timeAsync(() => archive.write(span(body, 0))));
+  samples.sort((a, b) => a - b);
+  out.push(
+    `seal+write 100 KB span (temp, fsync, rename, dir fsync, chain fsync, anchor fsync, index): ` +
+      `p50 ${percentile(samples, 50).toFixed(2)} ms, p99 ${percentile(samples, 99).toFixed(2)} ms (n=300; target p50 <= 2 ms)`,
+  );
+}
+
+async function verifyBench(root: string, out: string[]): Promise<void> {
+  const megabytes = Number(process.env.BENCH_ARCHIVE_MB ?? '200');
+  const spanDir = join(root, 'verify');
+  const archive = new SealedArchive({ spanDir, keepSpans: 100_000, replica: 'bench' });
+  const rand = seeded(2);
+  const body = text(rand, 1024 * 1024);
+  const count = Math.max(1, Math.round(megabytes));
+  for (let i = 0; i < count; i += 1) await archive.write(span(`${i} ${body}`, i * 100));
+  await verifyArchive({ spanDir }); // warm the page cache so both tools read from memory
+  let bytes = 0;
+  const ms = await timeAsync(async () => {
+    const result = await verifyArchive({ spanDir });
+    if (!result.ok) throw new Error('the generated archive does not verify');
+    bytes = result.runs.reduce((sum, r) => sum + r.bytes, 0);
+  });
+  const floor = time(() => {
+    execFileSync('sh', [
+      '-c',
+      `find "${spanDir}" -name '*.json' ! -name run.json -print0 | xargs -0 sha256sum > /dev/null`,
+    ]);
+  });
+  const mb = bytes / 1_000_000;
+  out.push(
+    `verify ${mb.toFixed(0)} MB (${count} spans of ~1 MB): ${(mb / (ms / 1000)).toFixed(0)} MB/s ` +
+      `(target >= 300 MB/s); sha256sum on the same files: ${(mb / (floor / 1000)).toFixed(0)} MB/s`,
+  );
+}
+
+async function searchBench(root: string, out: string[]): Promise<void> {
+  const count = Number(process.env.BENCH_SEARCH_SPANS ?? '2000');
+  const spanDir = join(root, 'search');
+  mkdirSync(spanDir, { recursive: true });
+  const archive = new SealedArchive({ spanDir, keepSpans: 100_000, replica: 'bench' });
+  const rand = seeded(3);
+  let bytes = 0;
+  for (let i = 0; i < count; i += 1) {
+    let content = text(rand, 20 * 1024 + Math.floor(rand() * 80 * 1024));
+    if (i % 997 === 0) content += ' the quartz flamingo protocol ';
+    bytes += content.length;
+    await archive.write(span(content, i));
+  }
+  const term = 'quartz flamingo protocol';
+  await searchArchive({ spanDir, term, max: 50 }); // warm
+  let hits = 0;
+  const ms = await timeAsync(async () => {
+    hits = (await searchArchive({ spanDir, term, max: 50 })).total;
+  });
+  const grepMs = time(() => {
+    execFileSync('sh', ['-c', `grep -r -l -i "${term}" "${spanDir}" > /dev/null || true`]);
+  });
+  out.push(
+    `search ${count} spans (${(bytes / 1_000_000).toFixed(0)} MB, 20-100 KB each, seed 3) for "${term}": ` +
+      `${ms.toFixed(0)} ms, ${hits} hits (target <= 200 ms); grep -r -l -i: ${grepMs.toFixed(0)} ms`,
+  );
+}
+
+/** Runs the archive benchmarks, prints the figures and writes them to bench/results/archive.txt. */
+export async function run(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'archive-bench-'));
+  const out: string[] = [
+    `archive bench ${new Date().toISOString()} node ${process.version}, temp dir ${tmpdir()}`,
+  ];
+  try {
+    await writeBench(root, out);
+    await verifyBench(root, out);
+    await searchBench(root, out);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+  const report = `${out.join('\n')}\n`;
+  process.stdout.write(report);
+  // From the repository root (npm run bench), whether run from source or from dist/.
+  const results = join(process.cwd(), 'bench', 'results');
+  mkdirSync(results, { recursive: true });
+  writeFileSync(join(results, 'archive.txt'), report);
+}
+
+if (require.main === module) {
+  void run();
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+'use strict';
+// Runs the compiled recall CLI (npm run build puts it under dist/ with the source layout).
+const { main } = require('../dist/apps/cli/src/recall/main.js');
+
+main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

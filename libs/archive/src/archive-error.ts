@@ -1,0 +1,26 @@
+/** Stable codes for every failure the archive reports (HOUSE rule 4). */
+export type ArchiveErrorCode =
+  | 'ARCHIVE_BAD_ID'
+  | 'ARCHIVE_BAD_AGE'
+  | 'ARCHIVE_NOT_FOUND'
+  | 'ARCHIVE_WRITE_FAILED'
+  | 'ARCHIVE_CHAIN_BROKEN'
+  | 'ARCHIVE_BAD_OPTION';
+
+/** An archive failure with a stable `code`; the CLI maps codes to exit codes, the sidecar to HTTP statuses. */
+export class ArchiveError extends Error {
+  override readonly name = 'ArchiveError';
+
+  constructor(
+    readonly code: ArchiveErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** True when `err` is an ArchiveError with the given code. */
+export function isArchiveError(err: unknown, code?: ArchiveErrorCode): err is ArchiveError {
+  return err instanceof ArchiveError && (code === undefined || err.code === code);
+}

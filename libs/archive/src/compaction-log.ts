@@ -1,0 +1,64 @@
+import * as path from 'node:path';
+
+import { ArchiveError } from './archive-error';
+import { appendDurable, ensureDir } from './durable-fs';
+
+/** One line per compaction or spill (CONTRACTS §4). No message text, no header values. */
+export interface CompactionLogLine {
+  ts: string;
+  replica: string;
+  run: string | null;
+  span: number | null;
+  session_hash: string;
+  owner_hash: string | null;
+  route: string;
+  model: string;
+  window: number;
+  tokens_before: number;
+  tokens_after: number;
+  count_source: string;
+  evicted_messages: number;
+  summary_reused: boolean;
+  summariser_calls: number;
+  chunked: boolean;
+  /** Messages cut to head + tail in this request (0 when none). */
+  oversized_spilled: number;
+  pins: number;
+  archive_deferred: boolean;
+  dry_run: boolean;
+}
+
+export type CompactionLogInput = Omit<CompactionLogLine, 'ts' | 'replica'> & { ts?: string };
+
+/** `yyyymmdd` of a date in UTC; log and receipt files roll over at UTC midnight. */
+export function utcDay(date: Date): string {
+  return date.toISOString().slice(0, 10).replace(/-/g, '');
+}
+
+/** Appends compaction lines to `<logDir>/<replica>-<yyyymmdd>.jsonl` (one file per replica, CONTRACTS §4). */
+export class CompactionLog {
+  private readonly now: () => Date;
+
+  constructor(private readonly opts: { logDir: string; replica: string; now?: () => Date }) {
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  async append(input: CompactionLogInput): Promise<CompactionLogLine> {
+    const at = this.now();
+    const line: CompactionLogLine = {
+      ...input,
+      ts: input.ts ?? at.toISOString(),
+      replica: this.opts.replica,
+    };
+    try {
+      await ensureDir(this.opts.logDir);
+      await appendDurable(
+        path.join(this.opts.logDir, `${this.opts.replica}-${utcDay(at)}.jsonl`),
+        `${JSON.stringify(line)}\n`,
+      );
+    } catch (cause) {
+      throw new ArchiveError('ARCHIVE_WRITE_FAILED', 'compaction log line not written', { cause });
+    }
+    return line;
+  }
+}

@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+
+export const FILE_MODE = 0o600;
+export const DIR_MODE = 0o700;
+
+/** Test-only crash points (issue 4: "the writer has test-only crash points"). */
+export type CrashPoint = 'after-span-fsync' | 'after-rename' | 'mid-chain-line';
+const CRASH_POINTS: readonly string[] = ['after-span-fsync', 'after-rename', 'mid-chain-line'];
+
+/** A crash point armed for the N-th span write (`after-rename@3`); N defaults to 1. */
+export interface ArmedCrash {
+  point: CrashPoint;
+  onWrite: number;
+}
+
+/** Parses `point` or `point@N`; unknown values are ignored so a stray env var never breaks production. */
+export function parseCrashPoint(raw: string | undefined): ArmedCrash | null {
+  if (raw === undefined || raw === '') return null;
+  const [point, count] = raw.split('@');
+  if (point === undefined || !CRASH_POINTS.includes(point)) return null;
+  const onWrite = count === undefined ? 1 : Number(count);
+  return Number.isSafeInteger(onWrite) && onWrite > 0 ? { point: point as CrashPoint, onWrite } : null;
+}
+
+/** SIGKILL ourselves: the harshest crash a test can stage (no handlers, no flush). */
+export function crashNow(): never {
+  process.kill(process.pid, 'SIGKILL');
+  throw new Error('unreachable: SIGKILL did not stop the process');
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const handle = await fsp.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+export function tempName(target: string): string {
+  return path.join(
+    path.dirname(target),
+    `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
+  );
+}
+
+/**
+ * Writes `data` to `target` so that a reader sees the old file or the whole new one, never half: temp file,
+ * fsync, rename, fsync of the folder (rename durability needs the directory entry flushed; POSIX rename(2)).
+ */
+export async function writeFileDurable(
+  target: string,
+  data: string | Uint8Array,
+  hooks: { afterFsync?: () => void; afterRename?: () => void } = {},
+): Promise<void> {
+  const tmp = tempName(target);
+  const handle = await fsp.open(tmp, 'wx', FILE_MODE);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } catch (err) {
+    await handle.close();
+    // A full volume must not leave a half temp file behind; the original error is the one that matters.
+    await fsp.rm(tmp, { force: true }).catch((cleanup: unknown) => {
+      throw new AggregateError([err, cleanup], 'write failed and its temp file could not be removed');
+    });
+    throw err;
+  }
+  await handle.close();
+  hooks.afterFsync?.();
+  await fsp.rename(tmp, target);
+  hooks.afterRename?.();
+  await fsyncDir(path.dirname(target));
+}
+
+/** Appends bytes and fsyncs before returning. */
+export async function appendDurable(target: string, data: string | Uint8Array): Promise<void> {
+  const handle = await fsp.open(target, 'a', FILE_MODE);
+  try {
+    await handle.appendFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+export async function ensureDir(dir: string): Promise<void> {
+  await fsp.mkdir(dir, { recursive: true, mode: DIR_MODE });
+}
+
+/** True when the error is a Node fs error with the given code (ENOENT, EEXIST, ...). */
+export function isErrno(err: unknown, code: string): boolean {
+  // Not `instanceof Error`: fs errors can come from another realm (jest's sandbox), where that test fails.
+  return typeof err === 'object' && err !== null && (err as NodeJS.ErrnoException).code === code;
+}

@@ -1,0 +1,41 @@
+export { ArchiveWriter, type SpanInput, type SpanKind, type SpanRef } from './archive-writer';
+export { ArchiveError, isArchiveError, type ArchiveErrorCode } from './archive-error';
+export {
+  assertRunId,
+  assertSpanNumber,
+  resolveGuardianPaths,
+  spanFileName,
+  type GuardianPaths,
+} from './archive-paths';
+export { canonicalJson, sha256Hex, type JsonValue } from './canonical-json';
+export { SealedArchive, type ArchiveWarning, type SealedArchiveOptions } from './sealed-archive';
+export { CaptureJournal, type CaptureJournalOptions } from './capture-journal';
+export { CompactionLog, type CompactionLogInput, type CompactionLogLine } from './compaction-log';
+export { Receipts, type ReceiptCounts } from './receipts';
+export { listRuns, listSpans, type RunSummary, type SpanListing } from './archive-reader';
+export {
+  listDigests,
+  readSpan,
+  type DigestEntry,
+  type ReadMessage,
+  type ReadSpanResult,
+} from './recall-read';
+export { searchArchive, type SearchHit, type SearchOptions } from './search';
+export {
+  chainHeads,
+  verifyArchive,
+  verifyRun,
+  type BreakKind,
+  type ChainBreak,
+  type RunVerdict,
+  type VerifyOptions,
+} from './verify';
+export type { ChainHead } from './chain-reader';
+export { pruneRuns, reindex, repairRun, sealExisting, type RepairAction } from './maintenance';
+export {
+  parseAge,
+  receiptsSummary,
+  savingsSummary,
+  type ReceiptsSummary,
+  type SavingsSummary,
+} from './savings';

@@ -1,0 +1,148 @@
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import type { SpanInput } from './archive-writer';
+import { CaptureJournal } from './capture-journal';
+import { SealedArchive } from './sealed-archive';
+import { verifyRun } from './verify';
+
+const SESSION = '0123456789abcdef'.repeat(4);
+
+function input(over: Partial<SpanInput> = {}): SpanInput {
+  return {
+    kind: 'compaction',
+    sessionHash: SESSION,
+    ownerHash: 'f'.repeat(64),
+    route: 'chat',
+    model: 'demo',
+    messages: [
+      { role: 'user', content: 'Keep the port at 8786.' },
+      { role: 'assistant', content: 'Noted.' },
+    ],
+    firstIndex: 1,
+    summary: 'The user fixed the port. Later they asked about TLS.',
+    tokensBefore: 9000,
+    tokensAfter: 3000,
+    at: new Date('2026-10-30T14:30:12.345Z'),
+    ...over,
+  };
+}
+
+describe('SealedArchive', () => {
+  let root: string;
+  let spanDir: string;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'sealed-'));
+    spanDir = join(root, 'spans');
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('writes one run per session with run.json, numbered spans, a chain line and a digest line each', async () => {
+    const now = () => new Date('2026-10-30T14:30:12Z');
+    const archive = new SealedArchive({ spanDir, keepSpans: 500, replica: 'abcd1234', now });
+    const first = await archive.write(input());
+    const second = await archive.write(input({ kind: 'continuation', continues: first.ref }));
+    expect(first).toEqual({
+      run: '20261030-143012-01234567-abcd1234',
+      span: 1,
+      ref: '20261030-143012-01234567-abcd1234/0001.json',
+    });
+    expect(second.ref).toBe('20261030-143012-01234567-abcd1234/0002.json');
+    const dir = join(spanDir, first.run);
+    expect(JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8'))).toEqual({
+      run: first.run,
+      session_hash: SESSION,
+      owner_hash: 'f'.repeat(64),
+      replica: 'abcd1234',
+      started_at: '2026-10-30T14:30:12.000Z',
+    });
+    const span = JSON.parse(readFileSync(join(dir, '0002.json'), 'utf8'));
+    expect(span).toMatchObject({
+      format: 1,
+      kind: 'continuation',
+      span: 2,
+      continues: first.ref,
+      created_at: '2026-10-30T14:30:12.345Z',
+      first_index: 1,
+      message_count: 2,
+      oversized: false,
+      tokens_before: 9000,
+      tokens_after: 3000,
+    });
+    expect(span.messages[0]).toEqual({ role: 'user', content: 'Keep the port at 8786.' });
+    const index = readFileSync(join(dir, 'index.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(index[0]).toMatchObject({ span: 1, kind: 'compaction', digest: 'The user fixed the port.' });
+    expect(readFileSync(join(dir, 'chain.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, '0001.json')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, 'chain.jsonl')).mode & 0o777).toBe(0o600);
+  });
+
+  it('keeps sessions in separate runs and appends every head to the anchor', async () => {
+    const anchorDir = join(root, 'anchor');
+    const archive = new SealedArchive({ spanDir, anchorDir, keepSpans: 500, replica: 'r2' });
+    const a = await archive.write(input());
+    const b = await archive.write(input({ sessionHash: 'b'.repeat(64) }));
+    await archive.write(input());
+    expect(a.run).not.toBe(b.run);
+    const anchor = readFileSync(join(anchorDir, `${a.run}.jsonl`), 'utf8')
+      .trim()
+      .split('\n');
+    const chain = readFileSync(join(spanDir, a.run, 'chain.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    expect(anchor.map((l) => JSON.parse(l))).toEqual(
+      chain.map((l) => ({ seq: JSON.parse(l).seq, head: JSON.parse(l).hash })),
+    );
+  });
+
+  it('serialises concurrent writes to one run: numbers 1..n, one chain, verifies OK', async () => {
+    const archive = new SealedArchive({ spanDir, keepSpans: 500, replica: 'r3' });
+    const refs = await Promise.all(Array.from({ length: 20 }, () => archive.write(input())));
+    expect(refs.map((r) => r.span).sort((x, y) => x - y)).toEqual(
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
+    expect((await verifyRun({ spanDir, run: refs[0]!.run })).status).toBe('ok');
+  });
+
+  it('throws ARCHIVE_WRITE_FAILED when the volume cannot be written, and works once it can', async () => {
+    writeFileSync(join(root, 'blocked'), 'a file where a folder should be');
+    const blocked = new SealedArchive({
+      spanDir: join(root, 'blocked', 'spans'),
+      keepSpans: 500,
+      replica: 'r4',
+    });
+    await expect(blocked.write(input())).rejects.toMatchObject({ code: 'ARCHIVE_WRITE_FAILED' });
+    rmSync(join(root, 'blocked'));
+    await expect(blocked.write(input())).resolves.toMatchObject({ span: 1 });
+  });
+
+  it('capture journal: appends only new messages, closes segments at the size limit, seals them', async () => {
+    const archive = new SealedArchive({ spanDir, keepSpans: 500, replica: 'r5', journalSegmentBytes: 300 });
+    const journal = new CaptureJournal({ archive });
+    const history = [
+      { role: 'user', content: 'first question about the deployment' },
+      { role: 'assistant', content: 'first answer' },
+    ];
+    expect(await journal.record({ sessionHash: SESSION, messages: history, at: new Date() })).toBe(2);
+    history.push({ role: 'user', content: 'second question, a long one '.repeat(10) });
+    expect(await journal.record({ sessionHash: SESSION, messages: history, at: new Date() })).toBe(1);
+    await journal.close();
+    const run = (await archive.runFor(SESSION))!;
+    const files = readdirSync(join(spanDir, run)).filter((f) => f.startsWith('journal-'));
+    expect(files).toEqual(['journal-0001.jsonl']);
+    const lines = readFileSync(join(spanDir, run, 'journal-0001.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    expect(lines.map((l) => JSON.parse(l).n)).toEqual([0, 1, 2]);
+    const chain = readFileSync(join(spanDir, run, 'chain.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    expect(JSON.parse(chain[0]!)).toMatchObject({ kind: 'journal', file: 'journal-0001.jsonl' });
+    expect((await verifyRun({ spanDir, run })).status).toBe('ok');
+  });
+});

@@ -1,0 +1,142 @@
+import { ArchiveWriter, type SpanInput, type SpanRef } from './archive-writer';
+import { ArchiveError } from './archive-error';
+import { assertRunId } from './archive-paths';
+import { ensureDir, isErrno, parseCrashPoint, type ArmedCrash, type CrashPoint } from './durable-fs';
+import { RunWriter, type ArchiveWarning } from './run-writer';
+
+export type { ArchiveWarning } from './run-writer';
+
+/** Options of the sealed span writer. */
+export interface SealedArchiveOptions {
+  spanDir: string;
+  /** GUARDIAN_SEAL_ANCHOR_DIR: every new head is appended to `<anchorDir>/<run>.jsonl`. */
+  anchorDir?: string | null;
+  /** GUARDIAN_KEEP_SPANS: spans kept per run; the newest is never pruned. */
+  keepSpans: number;
+  /** This process's replica tag (CONTRACTS §4). */
+  replica: string;
+  now?: () => Date;
+  /** Test-only: `after-span-fsync` | `after-rename` | `mid-chain-line`, optionally `@N` for the N-th write. */
+  crashPoint?: string;
+  /** Capture journal segment size; 2 MB by default (CONTRACTS §4). */
+  journalSegmentBytes?: number;
+  /** Called when a derived write (index, anchor, prune) fails after the span was sealed. */
+  onWarning?: (warning: ArchiveWarning) => void;
+}
+
+const TWO_MB = 2 * 1024 * 1024;
+
+function utcStamp(date: Date): string {
+  const iso = date.toISOString(); // 2026-10-30T14:30:12.000Z
+  return `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}-${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
+}
+
+/**
+ * Writes spans into sealed runs: one run per session per process, spans numbered from 0001, each sealed in
+ * the run's hash chain and indexed (docs/ARCHIVE_FORMAT.md). A write lands whole or throws ARCHIVE_WRITE_FAILED;
+ * the caller then defers the span (CONTRACTS §2.3).
+ */
+export class SealedArchive extends ArchiveWriter {
+  private readonly runs = new Map<string, Promise<RunWriter>>();
+  private readonly now: () => Date;
+  private readonly crash: ArmedCrash | null;
+  private spanWrites = 0;
+
+  constructor(private readonly opts: SealedArchiveOptions) {
+    super();
+    this.now = opts.now ?? (() => new Date());
+    // Test-only crash points may also come from the environment so a child process can be armed.
+    this.crash = parseCrashPoint(opts.crashPoint ?? process.env.GUARDIAN_TEST_CRASH_POINT);
+  }
+
+  override async write(input: SpanInput): Promise<SpanRef> {
+    this.spanWrites += 1;
+    const writer = await this.writerFor(input.sessionHash, input.ownerHash ?? null);
+    try {
+      return await writer.writeSpan(input);
+    } catch (cause) {
+      this.retireIfTorn(input.sessionHash, writer);
+      throw new ArchiveError('ARCHIVE_WRITE_FAILED', `span not written to run ${writer.run}`, { cause });
+    }
+  }
+
+  /** Appends messages to the session's capture journal (used by CaptureJournal). */
+  async appendJournal(input: {
+    sessionHash: string;
+    ownerHash?: string;
+    entries: { at: Date; message: unknown }[];
+  }): Promise<void> {
+    const writer = await this.writerFor(input.sessionHash, input.ownerHash ?? null);
+    try {
+      await writer.appendJournal(input.entries);
+    } catch (cause) {
+      this.retireIfTorn(input.sessionHash, writer);
+      throw new ArchiveError('ARCHIVE_WRITE_FAILED', `journal not written to run ${writer.run}`, { cause });
+    }
+  }
+
+  /** The run this process writes for a session, if it has written one. */
+  async runFor(sessionHash: string): Promise<string | undefined> {
+    const writer = this.runs.get(sessionHash);
+    return writer === undefined ? undefined : (await writer).run;
+  }
+
+  /** Closes and seals every open journal segment. */
+  async close(): Promise<void> {
+    const writers = await Promise.allSettled([...this.runs.values()]);
+    for (const settled of writers) {
+      if (settled.status === 'fulfilled') await settled.value.closeJournal();
+    }
+  }
+
+  private retireIfTorn(sessionHash: string, writer: RunWriter): void {
+    // A torn run is never written again; the next write opens a fresh run (CONTRACTS §4, --repair).
+    if (writer.poisoned) this.runs.delete(sessionHash);
+  }
+
+  private writerFor(sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
+    let writer = this.runs.get(sessionHash);
+    if (writer === undefined) {
+      writer = this.openRun(sessionHash, ownerHash);
+      this.runs.set(sessionHash, writer);
+      // A run that could not be created (full volume) is retried by the next write.
+      writer.catch(() => this.runs.delete(sessionHash));
+    }
+    return writer;
+  }
+
+  private async openRun(sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
+    const base = `${utcStamp(this.now())}-${sessionHash.slice(0, 8)}-${this.opts.replica}`;
+    try {
+      await ensureDir(this.opts.spanDir);
+    } catch (cause) {
+      throw new ArchiveError('ARCHIVE_WRITE_FAILED', 'span folder not writable', { cause });
+    }
+    for (let attempt = 1; ; attempt += 1) {
+      const run = assertRunId(attempt === 1 ? base : `${base}-${attempt}`);
+      try {
+        return await RunWriter.create(
+          {
+            spanDir: this.opts.spanDir,
+            anchorDir: this.opts.anchorDir ?? null,
+            run,
+            keepSpans: this.opts.keepSpans,
+            journalSegmentBytes: this.opts.journalSegmentBytes ?? TWO_MB,
+            now: this.now,
+            crashAt: (point) => this.crashAt(point),
+            onWarning: this.opts.onWarning ?? (() => undefined),
+          },
+          { sessionHash, ownerHash, replica: this.opts.replica },
+        );
+      } catch (err) {
+        // Same second, same session, same replica (a second archive in one process): take the next suffix.
+        if (isErrno(err, 'EEXIST') && attempt < 100) continue;
+        throw new ArchiveError('ARCHIVE_WRITE_FAILED', `run ${run} could not be created`, { cause: err });
+      }
+    }
+  }
+
+  private crashAt(point: CrashPoint): boolean {
+    return this.crash !== null && this.crash.point === point && this.crash.onWrite === this.spanWrites;
+  }
+}

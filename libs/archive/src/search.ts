@@ -1,0 +1,177 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+
+import { ArchiveError } from './archive-error';
+import { assertRunId, runDir, spanFileName } from './archive-paths';
+import { journalSegments, readRunFile, runFiles, runIds, spanNumbers } from './archive-reader';
+import { sha256Hex } from './canonical-json';
+import { parseJsonLine } from './jsonl';
+import { viewMessage } from './message-text';
+import { JournalLineSchema, StoredSpanSchema } from './span-record';
+
+/** One search hit. `span` 0 is the run's capture journal, where `message_index` counts journal lines. */
+export interface SearchHit {
+  run: string;
+  span: number;
+  /** `<run>/<NNNN>.json`, or `<run>/journal` for the capture journal. */
+  ref: string;
+  message_index: number;
+  role: string;
+  snippet: string;
+  phrase_match: boolean;
+  words_matched: number;
+  created_at: string;
+}
+
+export interface SearchOptions {
+  spanDir: string;
+  term: string;
+  run?: string;
+  /** A session hash (or its prefix), or the raw session value, which is hashed the same way. */
+  session?: string;
+  max?: number;
+}
+
+const SNIPPET_BEFORE = 60;
+const SNIPPET_AFTER = 140;
+const READ_BATCH = 16;
+
+function words(term: string): string[] {
+  return [...new Set(term.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [])];
+}
+
+function snippet(text: string, at: number): string {
+  const from = Math.max(0, at - SNIPPET_BEFORE);
+  const to = Math.min(text.length, at + SNIPPET_AFTER);
+  const body = text.slice(from, to).replace(/\s+/g, ' ').trim();
+  return `${from > 0 ? '...' : ''}${body}${to < text.length ? '...' : ''}`;
+}
+
+interface Matcher {
+  phrase: string;
+  words: string[];
+}
+
+function matchMessage(
+  m: Matcher,
+  message: unknown,
+): Omit<SearchHit, 'run' | 'span' | 'ref' | 'message_index' | 'created_at'> | null {
+  const view = viewMessage(message);
+  const lower = view.text.toLowerCase();
+  const phraseAt = lower.indexOf(m.phrase);
+  const found = m.words.filter((w) => lower.includes(w));
+  if (phraseAt < 0 && found.length === 0) return null;
+  const at = phraseAt >= 0 ? phraseAt : lower.indexOf(found[0] ?? '');
+  return {
+    role: view.role,
+    snippet: snippet(view.text, at),
+    phrase_match: phraseAt >= 0,
+    words_matched: phraseAt >= 0 ? m.words.length : found.length,
+  };
+}
+
+async function sessionMatches(spanDir: string, run: string, session: string): Promise<boolean> {
+  const meta = await readRunFile(spanDir, run);
+  const hash = meta?.session_hash;
+  if (hash === undefined) return false;
+  const wanted = session.toLowerCase();
+  return hash.startsWith(wanted) || hash === sha256Hex(session);
+}
+
+/** Reads files in small parallel batches; the prefilter drops files holding none of the words unparsed. */
+async function readMatching(dir: string, files: string[], m: Matcher): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < files.length; i += READ_BATCH) {
+    const batch = files.slice(i, i + READ_BATCH);
+    const texts = await Promise.all(batch.map((f) => fsp.readFile(path.join(dir, f), 'utf8')));
+    texts.forEach((text, j) => {
+      const file = batch[j];
+      // Words hold only letters, digits and `_`, which JSON never escapes, so a raw-text miss is a real miss.
+      if (file === undefined) return;
+      const lower = text.toLowerCase();
+      if (m.words.some((w) => lower.includes(w))) out.set(file, text);
+    });
+  }
+  return out;
+}
+
+async function searchRun(spanDir: string, run: string, m: Matcher, hits: SearchHit[]): Promise<void> {
+  const dir = runDir(spanDir, run);
+  const files = await runFiles(spanDir, run);
+  const spanFiles = spanNumbers(files).map(spanFileName);
+  const matching = await readMatching(dir, [...spanFiles, ...journalSegments(files)], m);
+  let journalIndex = 0;
+  for (const file of journalSegments(files)) {
+    const text = matching.get(file);
+    if (text === undefined) {
+      // Journal message indexes run across segments, so a skipped segment still advances the count.
+      journalIndex += (await fsp.readFile(path.join(dir, file), 'utf8'))
+        .split('\n')
+        .filter((l) => l !== '').length;
+      continue;
+    }
+    for (const raw of text.split('\n')) {
+      if (raw === '') continue;
+      const line = JournalLineSchema.safeParse(parseJsonLine(raw));
+      if (!line.success) continue;
+      const hit = matchMessage(m, line.data.message);
+      if (hit !== null) {
+        hits.push({
+          ...hit,
+          run,
+          span: 0,
+          ref: `${run}/journal`,
+          message_index: journalIndex,
+          created_at: line.data.at,
+        });
+      }
+      journalIndex += 1;
+    }
+  }
+  for (const file of spanFiles) {
+    const text = matching.get(file);
+    if (text === undefined) continue;
+    const stored = StoredSpanSchema.safeParse(parseJsonLine(text));
+    if (!stored.success) continue;
+    const span = Number(file.slice(0, -'.json'.length));
+    stored.data.messages.forEach((message, index) => {
+      const hit = matchMessage(m, message);
+      if (hit !== null) {
+        hits.push({
+          ...hit,
+          run,
+          span,
+          ref: `${run}/${file}`,
+          message_index: index,
+          created_at: stored.data.created_at ?? '',
+        });
+      }
+    });
+  }
+}
+
+/**
+ * Searches spans and capture journals: whole phrase first, then most words matched, then newest (seed:
+ * search_spans). Matching is case-insensitive on the messages' text.
+ */
+export async function searchArchive(opts: SearchOptions): Promise<{ hits: SearchHit[]; total: number }> {
+  const phrase = opts.term.toLowerCase().replace(/\s+/g, ' ').trim();
+  const m: Matcher = { phrase, words: words(opts.term) };
+  if (m.words.length === 0) throw new ArchiveError('ARCHIVE_BAD_OPTION', 'search term has no words');
+  const runs = opts.run !== undefined ? [assertRunId(opts.run)] : await runIds(opts.spanDir);
+  const hits: SearchHit[] = [];
+  for (const run of runs) {
+    if (opts.session !== undefined && !(await sessionMatches(opts.spanDir, run, opts.session))) continue;
+    await searchRun(opts.spanDir, run, m, hits);
+  }
+  hits.sort(
+    (a, b) =>
+      Number(b.phrase_match) - Number(a.phrase_match) ||
+      b.words_matched - a.words_matched ||
+      b.created_at.localeCompare(a.created_at) ||
+      b.run.localeCompare(a.run) ||
+      b.span - a.span ||
+      a.message_index - b.message_index,
+  );
+  return { hits: hits.slice(0, opts.max ?? 50), total: hits.length };
+}

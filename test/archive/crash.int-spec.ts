@@ -1,0 +1,59 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { repairRun, verifyArchive, verifyRun } from '@guardian/archive';
+
+import { runWriter } from './support';
+
+// Short variant in CI (CONTRACTS §8); LONG=1 runs hundreds of kill cycles.
+const CYCLES = process.env.LONG === '1' ? 100 : 5;
+const POINTS = ['after-span-fsync', 'after-rename', 'mid-chain-line'] as const;
+
+describe('a writer killed mid-write', () => {
+  let root: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'crash-'));
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it.each(POINTS)(
+    'at %s: verify names one unsealed-file break at the tail, and --repair closes it',
+    async (point) => {
+      const spanDir = join(root, point);
+      for (let cycle = 0; cycle < CYCLES; cycle += 1) {
+        const crashOn = 1 + (cycle % 3);
+        const child = await runWriter({
+          SPAN_DIR: spanDir,
+          WRITES: '5',
+          GUARDIAN_TEST_CRASH_POINT: `${point}@${crashOn}`,
+        });
+        expect(child.signal).toBe('SIGKILL');
+        const { runs } = await verifyArchive({ spanDir });
+        const broken = runs.filter((r) => r.status === 'break');
+        // Every earlier cycle was repaired: exactly the run just killed is broken, at its tail.
+        expect(broken).toHaveLength(1);
+        const verdict = broken[0]!;
+        expect(verdict.break).toMatchObject({ kind: 'unsealed-file' });
+        expect(verdict.lines).toBe(crashOn - 1);
+        await repairRun({ spanDir, run: verdict.run });
+        expect((await verifyRun({ spanDir, run: verdict.run })).break).toBeNull();
+      }
+      expect((await verifyArchive({ spanDir })).ok).toBe(true);
+    },
+    120_000,
+  );
+
+  it('two writer processes on one span folder: no forks, no lost spans', async () => {
+    const spanDir = join(root, 'two-writers');
+    const [a, b] = await Promise.all([
+      runWriter({ SPAN_DIR: spanDir, WRITES: '30', SESSIONS: '2', REPLICA: 'aaaa1111' }),
+      runWriter({ SPAN_DIR: spanDir, WRITES: '30', SESSIONS: '2', REPLICA: 'bbbb2222' }),
+    ]);
+    expect([a.code, b.code]).toEqual([0, 0]);
+    const { ok, runs } = await verifyArchive({ spanDir });
+    expect(ok).toBe(true);
+    expect(runs).toHaveLength(4);
+    expect(runs.reduce((sum, r) => sum + r.lines, 0)).toBe(60);
+  }, 60_000);
+});
