@@ -10,6 +10,8 @@ export interface MemoEntry {
   mustKeep: string[];
   /** Number of leading conversation messages this summary covers (the cut). */
   cut: number;
+  /** Where this entry's own stretch starts (the previous cut; 0 for the first). */
+  from?: number;
   /** Hash of the covered prefix (the key). */
   prefixHash: string;
   /** `<run>/<NNNN>.json` of the span holding this stretch; absent while the archive write is deferred. */

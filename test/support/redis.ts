@@ -1,0 +1,206 @@
+// A real Redis for integration tests (HOUSE "Tests": integration tests run against real services).
+// Order: REDIS_URL when set (a shared server: it cannot be killed or restarted); else a testcontainers
+// `redis:7-alpine` when a Docker engine answers within ~2 s; else `redis-server` from PATH on a free port.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Redis from 'ioredis';
+
+export interface TestRedis {
+  /** `redis://[:password@]127.0.0.1:<port>` */
+  url: string;
+  /** Stop and clean up; safe to call twice. A no-op for REDIS_URL. */
+  stop(): Promise<void>;
+  /** SIGKILL the server (an outage). Throws for REDIS_URL, which the test does not own. */
+  kill(): Promise<void>;
+  /** Start it again on the SAME port (empty: nothing is persisted). Throws for REDIS_URL. */
+  restart(): Promise<void>;
+}
+
+export interface StartRedisOptions {
+  /** Start a server this test owns even when REDIS_URL is set (needed for kill/restart or a password). */
+  owned?: boolean;
+  /** Start the server with `requirepass`; the returned URL carries it. Implies `owned`. */
+  password?: string;
+}
+
+const DOCKER_PROBE_MS = 2000;
+const READY_TIMEOUT_MS = 10_000;
+
+/** A real Redis: see the order above. Never skips: without any Redis it throws how to install one. */
+export async function startRedis(options: StartRedisOptions = {}): Promise<TestRedis> {
+  const shared = process.env.REDIS_URL;
+  if (shared !== undefined && shared !== '' && options.owned !== true && options.password === undefined) {
+    return sharedRedis(shared);
+  }
+  const port = await freePort();
+  if (await dockerAnswers()) {
+    try {
+      return await containerRedis(port, options.password);
+    } catch (err) {
+      // An engine that answers may still fail to pull or run the image (offline CI): use a local binary.
+      process.stderr.write(`test redis: container failed (${String(err)}); trying redis-server\n`);
+    }
+  }
+  return processRedis(port, options.password);
+}
+
+function sharedRedis(url: string): TestRedis {
+  const refuse = async (): Promise<void> => {
+    throw new Error(
+      'test redis: REDIS_URL names a shared server that this test cannot kill or restart; use startRedis({ owned: true })',
+    );
+  };
+  return { url, stop: async () => undefined, kill: refuse, restart: refuse };
+}
+
+function urlFor(port: number, password: string | undefined): string {
+  const auth = password === undefined ? '' : `:${encodeURIComponent(password)}@`;
+  return `redis://${auth}127.0.0.1:${port}`;
+}
+
+async function processRedis(port: number, password: string | undefined): Promise<TestRedis> {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  if (password !== undefined) args.push('--requirepass', password);
+  const url = urlFor(port, password);
+  let child: ChildProcess | undefined;
+  const launch = async (): Promise<void> => {
+    const started = spawn('redis-server', args, { stdio: 'ignore' });
+    child = started;
+    const failed = new Promise<never>((_, reject) => {
+      started.once('error', (err: NodeJS.ErrnoException) => {
+        const hint =
+          err.code === 'ENOENT'
+            ? 'redis-server is not on PATH: install it (apt-get install -y redis-server) or set REDIS_URL'
+            : err.message;
+        reject(new Error(`test redis: ${hint}`, { cause: err }));
+      });
+      started.once('exit', (code) =>
+        reject(new Error(`test redis: redis-server exited with ${code} before answering`)),
+      );
+    });
+    const abort = new AbortController();
+    try {
+      await Promise.race([waitForPing(url, abort.signal), failed]);
+    } finally {
+      abort.abort(); // stop polling when the server failed to start
+    }
+    failed.catch(() => undefined); // later exits are kill()/stop(), which the caller asked for
+  };
+  const halt = async (signal: NodeJS.Signals): Promise<void> => {
+    const running = child;
+    child = undefined;
+    if (running === undefined || running.exitCode !== null || running.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
+    running.kill(signal);
+    await exited;
+  };
+  const onExit = (): void => {
+    child?.kill('SIGKILL');
+  };
+  process.once('exit', onExit);
+  await launch();
+  return {
+    url,
+    stop: async () => {
+      process.off('exit', onExit);
+      await halt('SIGTERM');
+    },
+    kill: () => halt('SIGKILL'),
+    restart: async () => {
+      await halt('SIGKILL');
+      await launch();
+    },
+  };
+}
+
+async function containerRedis(port: number, password: string | undefined): Promise<TestRedis> {
+  const { GenericContainer, getContainerRuntimeClient } = await import('testcontainers');
+  const command = ['redis-server', '--save', '', '--appendonly', 'no'];
+  if (password !== undefined) command.push('--requirepass', password);
+  // A fixed host port, so that restart() brings Redis back where the stores under test reconnect.
+  const container = await new GenericContainer('redis:7-alpine')
+    .withCommand(command)
+    .withExposedPorts({ container: 6379, host: port })
+    .start();
+  const url = urlFor(container.getMappedPort(6379), password);
+  const client = await getContainerRuntimeClient();
+  const handle = client.container.getById(container.getId());
+  return {
+    url,
+    stop: async () => {
+      await container.stop({ timeout: 0 });
+    },
+    kill: () => client.container.stop(handle, { timeout: 0 }),
+    restart: async () => {
+      await client.container.start(handle);
+      await waitForPing(url);
+    },
+  };
+}
+
+/** Whether a Docker engine is likely present and answers; false on any failure within ~2 s. */
+async function dockerAnswers(): Promise<boolean> {
+  const hints = [
+    process.env.DOCKER_HOST,
+    existsSync('/var/run/docker.sock') ? 'socket' : undefined,
+    existsSync(join(homedir(), '.docker', 'run', 'docker.sock')) ? 'desktop' : undefined,
+    existsSync(join(homedir(), '.testcontainers.properties')) ? 'properties' : undefined,
+  ];
+  // Loading testcontainers costs time; without any sign of an engine there is nothing to probe.
+  if (hints.every((hint) => hint === undefined || hint === '')) return false;
+  try {
+    const { getContainerRuntimeClient } = await import('testcontainers');
+    const probe = getContainerRuntimeClient().then(() => true);
+    return await Promise.race([probe, sleep(DOCKER_PROBE_MS, false, { ref: false })]);
+  } catch (err) {
+    process.stderr.write(`test redis: no container runtime (${String(err)}); using redis-server\n`);
+    return false;
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('test redis: no free port');
+  return address.port;
+}
+
+async function waitForPing(url: string, signal?: AbortSignal): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let last: unknown;
+  while (Date.now() < deadline && signal?.aborted !== true) {
+    // disconnectTimeout 0: a refused probe's socket is already gone, and ioredis would otherwise keep a
+    // 2 s timer for it alive after the test.
+    const client = new Redis(url, {
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+      disconnectTimeout: 0,
+    });
+    client.on('error', (err: unknown) => {
+      last = err;
+    });
+    try {
+      await client.connect();
+      if ((await client.ping()) === 'PONG') return;
+    } catch (err) {
+      last = err; // not up yet: try again until the deadline
+    } finally {
+      client.disconnect();
+    }
+    await sleep(50);
+  }
+  throw new Error(
+    `test redis: ${url.replace(/:[^@/]*@/, ':***@')} did not answer PING within ${READY_TIMEOUT_MS} ms`,
+    { cause: last },
+  );
+}
