@@ -43,7 +43,7 @@ export async function startStack(
     baseURL: `${guardian.url}/v1`,
     dataDir,
     async close() {
-      await guardian.close();
+      await guardian.close(200);
       await stub.close();
       await rm(dataDir, { recursive: true, force: true });
     },

@@ -18,7 +18,8 @@ export interface RunningGuardian {
   url: string;
   config: GuardianConfig;
   runtime: GuardianRuntime;
-  close(): Promise<void>;
+  /** Stops accepting, lets requests in flight finish for up to `graceMs`, then closes everything. */
+  close(graceMs?: number): Promise<void>;
 }
 
 /**
@@ -69,8 +70,13 @@ export async function startGuardian(
     url: `http://${shownHost}:${port}`,
     config,
     runtime,
-    async close() {
+    async close(graceMs = 25_000) {
+      // Requests in flight (a long SSE answer) get `graceMs` to finish, then their connections are closed:
+      // Kubernetes sends SIGKILL 30 s after SIGTERM by default.
+      const timer = setTimeout(() => fastify.server.closeAllConnections(), graceMs);
+      timer.unref();
       await app.close();
+      clearTimeout(timer);
       await app.get(UpstreamClient).close();
       await memo.close();
     },

@@ -24,8 +24,7 @@ const TIMEOUT_CODES = new Set([
 /** Maps undici and socket errors onto stable codes: a timeout is a 504, anything else that kept us from the upstream a 502. */
 export function classifyUpstreamError(err: unknown): UpstreamError {
   if (err instanceof UpstreamError) return err;
-  const code =
-    typeof err === 'object' && err !== null && 'code' in err ? String((err).code) : '';
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
   const name = err instanceof Error ? err.name : '';
   if (name === 'AbortError' || code === 'UND_ERR_ABORTED') {
     return new UpstreamError(

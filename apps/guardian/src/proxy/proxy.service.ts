@@ -130,7 +130,8 @@ export class ProxyService {
       this.obs.logger.warn({ reqId: req.id, err: err.message }, 'upstream body failed mid-stream');
       reply.raw.destroy(err);
     });
-    await reply.send(res.body);
+    // Fastify pipes the stream and ends the response; the handler does not wait for the body to finish.
+    void reply.send(res.body);
   }
 }
 
