@@ -37,7 +37,10 @@ function variablesReadByCode(): Set<string> {
 
 function variablesInReadme(): Set<string> {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5));
+  const section = readme.slice(
+    readme.indexOf('## Configuration'),
+    readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5),
+  );
   return new Set([...section.matchAll(/^\| `([A-Z][A-Z0-9_]+)`/gm)].map((m) => m[1] ?? ''));
 }
 
