@@ -162,6 +162,12 @@ describe('context-guardian-recall', () => {
       'recall_calls',
       'chars_returned',
     ]);
+    const priced = captureIo(dataDir, { GUARDIAN_COST_PER_1M_INPUT_USD: '3' });
+    expect(await main(['--savings', '--since', '7d'], priced)).toBe(0);
+    expect(priced.out()).toContain('  cost          $0.39 of input kept out (at $3 per 1M tokens)');
+    const pricedJson = captureIo(dataDir, { GUARDIAN_COST_PER_1M_INPUT_USD: '3' });
+    expect(await main(['--savings', '--since', '7d', '--json'], pricedJson)).toBe(0);
+    expect(JSON.parse(pricedJson.out())).toMatchObject({ tokens_kept_out: 130513, cost_saved_usd: 0.3915 });
     const bad = captureIo(dataDir);
     expect(await main(['--savings', '--since', '7y'], bad)).toBe(2);
     expect(bad.err()).toContain('ARCHIVE_BAD_AGE');

@@ -58,8 +58,8 @@ export async function receiptsCommand(ctx: RecallContext): Promise<ExitCode> {
 }
 
 /** The seed's savings block. */
-export function savingsBlock(s: SavingsSummary): string {
-  return [
+export function savingsBlock(s: SavingsSummary, costPer1M = 0): string {
+  const lines = [
     `Context Guardian savings (last ${s.window})`,
     `  compactions   ${formatCount(s.compactions)}`,
     `  requests      ${formatCount(s.tokens_before)} -> ${formatCount(s.tokens_after)} tokens (${s.pct_smaller}% smaller)`,
@@ -67,7 +67,18 @@ export function savingsBlock(s: SavingsSummary): string {
     `  oversized     ${formatCount(s.oversized_spills)} pasted message(s) cut to head + tail`,
     `  summaries     ${formatCount(s.summaries_reused)} reused (no summariser call)`,
     `  recall        ${formatCount(s.recall_calls)} call(s), ${formatCount(s.chars_returned)} chars returned`,
-  ].join('\n');
+  ];
+  if (costPer1M > 0) {
+    lines.push(
+      `  cost          $${costSaved(s, costPer1M).toFixed(2)} of input kept out (at $${costPer1M} per 1M tokens)`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** Money the kept-out tokens would have cost (GUARDIAN_COST_PER_1M_INPUT_USD). */
+function costSaved(s: SavingsSummary, costPer1M: number): number {
+  return (s.tokens_kept_out / 1_000_000) * costPer1M;
 }
 
 /** `--savings --since AGE [--json]`. */
@@ -78,7 +89,12 @@ export async function savingsCommand(ctx: RecallContext): Promise<ExitCode> {
     receiptsDir: ctx.config.receiptsDir,
     now: ctx.io.now,
   });
-  if (ctx.flags.json) printJson(ctx.io, summary);
-  else ctx.io.stdout.write(`${savingsBlock(summary)}\n`);
+  const price = ctx.config.costPer1MInputUsd ?? 0;
+  if (ctx.flags.json)
+    printJson(
+      ctx.io,
+      price > 0 ? { ...summary, cost_saved_usd: Number(costSaved(summary, price).toFixed(4)) } : summary,
+    );
+  else ctx.io.stdout.write(`${savingsBlock(summary, price)}\n`);
   return EXIT.OK;
 }
