@@ -22,6 +22,8 @@ export interface SealedArchiveOptions {
   journalSegmentBytes?: number;
   /** Called when a derived write (index, anchor, prune) fails after the span was sealed. */
   onWarning?: (warning: ArchiveWarning) => void;
+  /** Names a new run; default `<yyyymmdd-HHMMSS>-<session hash 8>-<replica>` (Claude Code capture: `cc-...`, CONTRACTS §4). */
+  runName?: (ctx: { stamp: string; sessionHash: string; replica: string }) => string;
 }
 
 const TWO_MB = 2 * 1024 * 1024;
@@ -106,7 +108,10 @@ export class SealedArchive extends ArchiveWriter {
   }
 
   private async openRun(sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
-    const base = `${utcStamp(this.now())}-${sessionHash.slice(0, 8)}-${this.opts.replica}`;
+    const stamp = utcStamp(this.now());
+    const base =
+      this.opts.runName?.({ stamp, sessionHash, replica: this.opts.replica }) ??
+      `${stamp}-${sessionHash.slice(0, 8)}-${this.opts.replica}`;
     try {
       await ensureDir(this.opts.spanDir);
     } catch (cause) {

@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+'use strict';
+// Runs the compiled Claude Code adapter (hooks: capture, resume; install, uninstall, status); see the README.
+const { main } = require('../dist/apps/cli/src/claude-code/main.js');
+
+main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});
