@@ -25,6 +25,7 @@ import type { Decision, RequestContext } from './compaction-context';
 import { fillDigests } from './formats/format-adapter';
 import { SessionTable } from './session-table';
 import { SpanRecorder } from './span-recorder';
+import { StretchArchiver } from './stretch-archiver';
 import { Summariser } from './summariser';
 
 interface Built {
@@ -52,6 +53,7 @@ interface StretchResult {
 @Injectable()
 export class CompactionEngine {
   private readonly inflight = new Map<string, Promise<StretchResult>>();
+  private readonly archiver: StretchArchiver;
 
   constructor(
     private readonly config: GuardianConfig,
@@ -59,8 +61,10 @@ export class CompactionEngine {
     private readonly memo: MemoStore,
     private readonly recorder: SpanRecorder,
     private readonly obs: Observability,
-    private readonly sessions: SessionTable,
-  ) {}
+    sessions: SessionTable,
+  ) {
+    this.archiver = new StretchArchiver(recorder, sessions);
+  }
 
   async decide(ctx: RequestContext): Promise<Decision> {
     const { conv, count, budget } = ctx;
@@ -236,26 +240,21 @@ export class CompactionEngine {
           calls: result.calls,
         });
       }
-      const ref = await this.recorder.write({
+      const archived = await this.archiver.stretch(ctx, evicted, {
         kind: from > 0 && memo ? 'continuation' : 'compaction',
-        sessionHash: ctx.session.hash,
-        route: conv.route,
-        model: conv.model,
-        messages: evicted.map((i) => conv.items[i]),
-        firstIndex: evicted[0] ?? from,
         summary: result.summary,
         continues: from > 0 ? memo?.span : undefined,
-        tokensBefore: ctx.count.tokens,
-        at: new Date(),
+        from,
       });
+      const ref = archived.written;
       const entry: MemoEntry = {
         summary: result.summary,
         mustKeep: mergePins(memo?.mustKeep ?? [], mustKeepBullets(result.summary)),
         cut,
         from,
         prefixHash,
-        span: ref?.ref,
-        spans: [...(memo?.spans ?? []), ...(ref ? [ref.ref] : [])],
+        span: archived.span,
+        spans: mergePins(memo?.spans ?? [], archived.refs),
         summaryTokens: tokensForChars(result.summary.length, ctx.count.counter),
         createdAt: new Date().toISOString(),
       };
@@ -264,7 +263,7 @@ export class CompactionEngine {
         entry,
         calls: result.calls,
         chunked: result.chunked,
-        deferred: ref === undefined,
+        deferred: archived.span === undefined,
         run: ref?.run ?? null,
         span: ref?.span ?? null,
       };
@@ -279,18 +278,14 @@ export class CompactionEngine {
     const from = entry.from ?? 0;
     const evicted: number[] = [];
     for (let i = from; i < entry.cut; i++) if (ctx.conv.messages[i]?.role !== 'system') evicted.push(i);
-    const ref = await this.recorder.write({
+    const archived = await this.archiver.stretch(ctx, evicted, {
       kind: from > 0 ? 'continuation' : 'compaction',
-      sessionHash: ctx.session.hash,
-      route: ctx.conv.route,
-      model: ctx.conv.model,
-      messages: evicted.map((i) => ctx.conv.items[i]),
-      firstIndex: evicted[0] ?? from,
       summary: entry.summary,
-      at: new Date(),
+      continues: from > 0 ? entry.spans.at(-1) : undefined,
+      from,
     });
-    if (!ref) return entry;
-    const updated = { ...entry, span: ref.ref, spans: [...entry.spans, ref.ref] };
+    if (!archived.span) return entry;
+    const updated = { ...entry, span: archived.span, spans: mergePins(entry.spans, archived.refs) };
     await this.memo.put(ctx.session.hash, updated);
     return updated;
   }
@@ -355,7 +350,7 @@ export class CompactionEngine {
       const m = index === undefined ? undefined : conv.messages[index];
       if (index !== undefined && m) {
         const room = budget.budget - (tokens - messageTokens(m, count.counter));
-        const ref = room >= 128 ? await this.spillRef(ctx, index) : undefined;
+        const ref = room >= 128 ? await this.archiver.spill(ctx, index) : undefined;
         const cutText =
           room >= 128
             ? spillText(m.text, {
@@ -388,27 +383,6 @@ export class CompactionEngine {
       pins: pins.length,
       spilled,
     };
-  }
-
-  /** The oversized message's span: written once per session and paste (the same paste comes back every turn). */
-  private async spillRef(ctx: RequestContext, index: number) {
-    const m = ctx.conv.messages[index];
-    if (!m) return undefined;
-    const known = this.sessions.spilled(ctx.session.hash, m.digest);
-    if (known) return known;
-    const ref = await this.recorder.write({
-      kind: 'oversized',
-      sessionHash: ctx.session.hash,
-      route: ctx.conv.route,
-      model: ctx.conv.model,
-      messages: [ctx.conv.items[index]],
-      firstIndex: index,
-      originalTokens: tokensForChars(m.chars, ctx.count.counter),
-      tokensBefore: ctx.count.tokens,
-      at: new Date(),
-    });
-    if (ref) this.sessions.rememberSpill(ctx.session.hash, m.digest, ref);
-    return ref;
   }
 
   private report(ctx: RequestContext, d: Decision, stretch: StretchResult | undefined, built: Built): void {

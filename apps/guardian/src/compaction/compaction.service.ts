@@ -122,23 +122,39 @@ export class CompactionService {
     return new Exchange(this.exchangeDeps(), { input, adapter, ctx, decision });
   }
 
-  /** Overflow recovery: the same request, decided again against the window and count the upstream just told us. */
+  /**
+   * Overflow recovery: the same request, decided again against the window and count the upstream just told us.
+   * `sent` describes what was rejected (the compacted body when this turn was compacted): the upstream's count is
+   * of those bytes, so calibration and the retry's factor compare it with guardian's estimate of the same bytes.
+   */
   async retryAfterOverflow(
     ctx: RequestContext,
     learned: { window?: number; promptTokens?: number },
+    sent: { rawForwarded: number; tokensForwarded: number },
   ): Promise<Decision | undefined> {
-    if (learned.window) this.windows.learn(ctx.conv.model, learned.window);
-    if (learned.promptTokens && ctx.count.rawEstimate > 0) {
-      this.counter.observe(ctx.conv.model, learned.promptTokens, ctx.count.rawEstimate);
+    let learnedWindow = learned.window;
+    if (learnedWindow === undefined) {
+      // No numbers in the answer (Ollama): ask the backend's discovery endpoints, which GUARDIAN_NUM_CTX skipped.
+      const probed = await this.windows.probe(ctx.conv.model, ctx.auth);
+      if (probed && probed.window < ctx.window.window) learnedWindow = probed.window;
+    }
+    if (learnedWindow) this.windows.learn(ctx.conv.model, learnedWindow);
+    if (learned.promptTokens && sent.rawForwarded > 0) {
+      this.counter.observe(ctx.conv.model, learned.promptTokens, sent.rawForwarded);
     }
     const env = this.config.env;
-    const window = learned.window ?? ctx.window.window;
-    const budget = computeBudget(window, env.GUARDIAN_COMPACT_THRESHOLD, env.GUARDIAN_RESERVE_OUTPUT);
+    const window = learnedWindow ?? ctx.window.window;
+    let budget = computeBudget(window, env.GUARDIAN_COMPACT_THRESHOLD, env.GUARDIAN_RESERVE_OUTPUT);
+    if (learnedWindow === undefined && learned.promptTokens === undefined) {
+      // Nothing learned at all, yet what was sent did not fit: aim a quarter below it rather than resend as much.
+      const aim = Math.max(1, Math.floor(sent.tokensForwarded * 0.75));
+      if (aim < budget.budget) budget = { ...budget, budget: aim };
+    }
     const est = this.counter.estimate(ctx.conv);
     // The upstream's own count wins over any estimate: scale our per-message estimate to match it for this retry.
     const factor =
-      learned.promptTokens && est.rawEstimate > 0
-        ? Math.max(est.counter.factor, learned.promptTokens / est.rawEstimate)
+      learned.promptTokens && sent.rawForwarded > 0
+        ? Math.max(est.counter.factor, learned.promptTokens / sent.rawForwarded)
         : est.counter.factor * 1.1;
     const counter = { ...est.counter, factor };
     const tokens = Math.max(learned.promptTokens ?? 0, Math.ceil(est.rawEstimate * factor));

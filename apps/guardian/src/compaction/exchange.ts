@@ -81,7 +81,11 @@ export class Exchange {
     const overflow = parseOverflow(res.status, text);
     if (!overflow) return replay();
     const obs = this.deps.obs;
-    const retry = await this.deps.service.retryAfterOverflow(ctx, overflow);
+    const rejected = this.decision;
+    const retry = await this.deps.service.retryAfterOverflow(ctx, overflow, {
+      rawForwarded: rejected?.rawForwarded ?? ctx.count.rawEstimate,
+      tokensForwarded: rejected?.tokensAfter ?? ctx.count.tokens,
+    });
     if (!retry?.body) {
       obs.metrics.overflowRecoveries.inc({ route: ctx.conv.route, outcome: 'failed' });
       return replay();

@@ -75,7 +75,10 @@ export class RequestCounter {
       return est;
     }
     this.tokenizeFailures = 0;
-    return { ...est, tokens: exact, source: 'tokenize' };
+    // The plan estimates each message with the counter; scaled to the exact total, its sums agree with the
+    // upstream for this request (a dense paste the estimate undercounts would otherwise be kept as "fitting").
+    const factor = est.rawEstimate > 0 ? exact / est.rawEstimate : est.counter.factor;
+    return { ...est, tokens: exact, source: 'tokenize', counter: { ...est.counter, factor } };
   }
 
   /** One usage sample: the upstream's prompt tokens for a request whose raw estimate was `rawEstimate`. */

@@ -42,13 +42,26 @@ export class WindowService {
     if (!known || window < known.window) this.remember(model, { window, source: 'learned:overflow' });
   }
 
-  private async detect(model: string, headers: HeaderMap): Promise<WindowInfo> {
-    const found = await detectWindow(this.upstream, {
+  /**
+   * Asks the upstream's discovery endpoints again, past GUARDIAN_NUM_CTX and the cache: an overflow answer without
+   * numbers (Ollama's) still means the window is smaller than believed, and Ollama's `/api/ps` says how small.
+   */
+  async probe(model: string, headers: HeaderMap): Promise<WindowInfo | undefined> {
+    const found = await this.discover(model, headers);
+    return found ? { window: found.window, source: `detected:${found.backend}` } : undefined;
+  }
+
+  private discover(model: string, headers: HeaderMap) {
+    return detectWindow(this.upstream, {
       basePath: this.config.upstream.basePath,
       model,
       headers: pickAuth(headers),
       timeoutMs: 3000,
     });
+  }
+
+  private async detect(model: string, headers: HeaderMap): Promise<WindowInfo> {
+    const found = await this.discover(model, headers);
     return this.remember(
       model,
       found
