@@ -95,9 +95,11 @@ export function groupForPrompts(
   // the summary-so-far framing (the summary itself is summaryAllowanceTokens).
   const wrapper = buildSummaryPrompt([], '', { nonce: 'n'.repeat(64), toolArgChars: 0 });
   const overhead = promptTokens(wrapper, opts.counter);
-  const room = Math.max(64, opts.limitTokens - overhead - opts.summaryAllowanceTokens);
+  // Only a prompt that carries a summary so far needs room for it: the first group of a fresh summary does not.
+  const roomWithSummary = Math.max(64, opts.limitTokens - overhead - opts.summaryAllowanceTokens);
+  const roomFirst = opts.hasPrior ? roomWithSummary : Math.max(64, opts.limitTokens - overhead);
   const maxLineChars = Math.floor(
-    (room * opts.counter.charsPerToken * 0.9) / Math.max(opts.counter.factor, 0.01),
+    (roomWithSummary * opts.counter.charsPerToken * 0.9) / Math.max(opts.counter.factor, 0.01),
   );
   const groups: string[][] = [];
   let current: string[] = [];
@@ -105,6 +107,7 @@ export function groupForPrompts(
   for (const raw of lines) {
     const line = raw.length > maxLineChars ? headAndTail(raw, maxLineChars) : raw;
     const t = tokensForChars(line.length + 1, opts.counter);
+    const room = groups.length === 0 ? roomFirst : roomWithSummary;
     if (current.length > 0 && used + t > room) {
       groups.push(current);
       current = [];

@@ -61,10 +61,7 @@ export class CompactionService {
       return passthrough();
     }
 
-    const firstSystem =
-      isObject(conv.json) && typeof conv.json.system === 'string'
-        ? conv.json.system
-        : str(conv.json.instructions);
+    const firstSystem = topLevelSystemText(conv.json.system) || str(conv.json.instructions);
     const session = resolveSession(input.headers, conv.model, conv.messages, firstSystem);
     if (session.warning) this.obs.metrics.sessionHeaderIgnored.inc();
     const dryHeader = input.headers['x-guardian-dry-run'];
@@ -80,7 +77,7 @@ export class CompactionService {
         env.GUARDIAN_COMPACT_THRESHOLD,
         env.GUARDIAN_RESERVE_OUTPUT,
       );
-      const count = await this.counter.count(conv, budget.budget, auth);
+      const count = await this.counter.count(conv, budget.budget, auth, adapter);
       ctx = { input, adapter, conv, session, window, budget, count, auth, dryRun };
     } catch (err) {
       this.obs.failOpen('count', 'count_failed', {
@@ -203,4 +200,14 @@ function stageOf(err: unknown): 'summarise' | 'memo' | 'archive' | 'internal' {
   if (code.startsWith('memo')) return 'memo';
   if (code.startsWith('archive')) return 'archive';
   return 'internal';
+}
+
+/** Anthropic's top-level `system` as text, whether a string or text blocks (Claude Code sends blocks). */
+function topLevelSystemText(system: unknown): string {
+  if (typeof system === 'string') return system;
+  if (!Array.isArray(system)) return '';
+  return system
+    .filter((b): b is Record<string, unknown> => isObject(b) && b.type === 'text')
+    .map((b) => str(b.text))
+    .join('\n');
 }

@@ -4,7 +4,8 @@ import { Calibration, requestChars, tokensForChars, type Counter } from '@guardi
 import { tokenizeCount, UpstreamClient, type HeaderMap } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
-import type { ParsedConversation } from './formats/format-adapter';
+import { countExactly } from './formats/exact-count';
+import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
 
 export type CountSource = 'tokenize' | 'calibrated' | 'estimate';
 
@@ -27,8 +28,8 @@ const NEAR_BUDGET = 0.15;
 @Injectable()
 export class RequestCounter {
   private readonly calibrations = new Map<string, Calibration>();
-  /** Tokenize attempts that failed in a row; after a few the upstream is taken to have no tokenizer. */
-  private tokenizeFailures = 0;
+  /** Exact-count attempts that failed in a row, per route; after a few the upstream is taken to have no counter. */
+  private readonly exactFailures = new Map<string, number>();
 
   constructor(
     private readonly config: GuardianConfig,
@@ -59,22 +60,39 @@ export class RequestCounter {
   }
 
   /** The estimate, made exact by the upstream's tokenizer when it lands near the budget. */
-  async count(conv: ParsedConversation, budget: number, headers: HeaderMap): Promise<RequestCount> {
+  async count(
+    conv: ParsedConversation,
+    budget: number,
+    headers: HeaderMap,
+    adapter?: FormatAdapter,
+  ): Promise<RequestCount> {
     const est = this.estimate(conv);
-    if (conv.route !== 'chat' || this.tokenizeFailures >= 3) return est;
+    // Chat counts through the backend's /tokenize; other formats through their own endpoint when they have one
+    // (Anthropic: /v1/messages/count_tokens, issue 5).
+    const viaAdapter = conv.route !== 'chat' && adapter?.exactCount ? adapter : undefined;
+    if (conv.route !== 'chat' && !viaAdapter) return est;
+    if ((this.exactFailures.get(conv.route) ?? 0) >= 3) return est;
     if (Math.abs(est.tokens - budget) > budget * NEAR_BUDGET) return est;
-    const exact = await tokenizeCount(this.upstream, {
-      model: conv.model,
-      messages: conv.items,
-      flatText: conv.messages.map((m) => m.text).join('\n'),
-      headers,
-      timeoutMs: this.config.env.GUARDIAN_TOKENIZE_TIMEOUT_MS,
-    });
+    const timeoutMs = this.config.env.GUARDIAN_TOKENIZE_TIMEOUT_MS;
+    const exact = viaAdapter
+      ? await countExactly(viaAdapter, conv, {
+          upstream: this.upstream,
+          basePath: this.config.upstream.basePath,
+          headers,
+          timeoutMs,
+        })
+      : await tokenizeCount(this.upstream, {
+          model: conv.model,
+          messages: conv.items,
+          flatText: conv.messages.map((m) => m.text).join('\n'),
+          headers,
+          timeoutMs,
+        });
     if (exact === undefined) {
-      this.tokenizeFailures += 1;
+      this.exactFailures.set(conv.route, (this.exactFailures.get(conv.route) ?? 0) + 1);
       return est;
     }
-    this.tokenizeFailures = 0;
+    this.exactFailures.set(conv.route, 0);
     // The plan estimates each message with the counter; scaled to the exact total, its sums agree with the
     // upstream for this request (a dense paste the estimate undercounts would otherwise be kept as "fitting").
     const factor = est.rawEstimate > 0 ? exact / est.rawEstimate : est.counter.factor;

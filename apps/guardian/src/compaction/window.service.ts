@@ -25,8 +25,12 @@ export class WindowService {
 
   async windowFor(model: string, headers: HeaderMap): Promise<WindowInfo> {
     const fixed = this.config.env.GUARDIAN_NUM_CTX;
-    if (fixed !== undefined) return this.remember(model, { window: fixed, source: 'env' });
     const known = this.state.windows.get(model);
+    if (fixed !== undefined) {
+      // A configured window wins, unless the upstream has since proven it smaller (an overflow answer).
+      if (known && known.source === 'learned:overflow' && known.window < fixed) return known;
+      return this.remember(model, { window: fixed, source: 'env' });
+    }
     if (known) return known;
     let p = this.pending.get(model);
     if (!p) {

@@ -65,8 +65,10 @@ function readBlocks(content: unknown): BlocksRead {
         r.chars += str(block.thinking).length;
         break;
       case 'image':
-      case 'document':
         r.chars += IMAGE_CHARS;
+        break;
+      case 'document':
+        r.chars += documentChars(block);
         break;
       default:
         r.chars += jsonChars(block);
@@ -77,6 +79,37 @@ function readBlocks(content: unknown): BlocksRead {
   r.spillable = textBlocks === 1 && content.length === 1;
   return r;
 }
+
+/**
+ * A plain-text document is read by the model as its text; a PDF or an image-like source costs about an image per
+ * page, which the estimate cannot see, so it takes one image's worth (the exact count corrects it near the budget).
+ */
+function documentChars(block: Json): number {
+  const source = isObject(block.source) ? block.source : {};
+  if (source.type === 'text') return str(source.data).length;
+  if (source.type === 'content') return readBlocks(source.content).chars;
+  return IMAGE_CHARS;
+}
+
+/**
+ * Fields `POST /v1/messages/count_tokens` accepts (Anthropic API reference, beta Count tokens: messages, model,
+ * system, tools, tool_choice, thinking, mcp_servers, context_management, output_config, output_format,
+ * cache_control, speed). Generation-only fields (max_tokens, stream, metadata, temperature) are refused there.
+ */
+const COUNT_FIELDS = [
+  'model',
+  'messages',
+  'system',
+  'tools',
+  'tool_choice',
+  'thinking',
+  'mcp_servers',
+  'context_management',
+  'output_config',
+  'output_format',
+  'cache_control',
+  'speed',
+] as const;
 
 /**
  * Anthropic `/v1/messages`. `role: "system"` items in the middle of `messages` (Claude Code's mid-conversation system
@@ -190,5 +223,16 @@ export const anthropicAdapter: FormatAdapter = {
         : [];
     for (const b of blocks)
       if (isObject(b) && b.type === 'tool_use' && typeof b.name === 'string') into.toolNames.push(b.name);
+  },
+
+  exactCount: {
+    request(conv) {
+      const body: Json = {};
+      for (const key of COUNT_FIELDS) if (conv.json[key] !== undefined) body[key] = conv.json[key];
+      return { path: '/messages/count_tokens', body };
+    },
+    read(answer) {
+      return isObject(answer) && typeof answer.input_tokens === 'number' ? answer.input_tokens : undefined;
+    },
   },
 };

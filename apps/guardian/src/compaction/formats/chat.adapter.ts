@@ -98,11 +98,12 @@ export const chatAdapter: FormatAdapter = {
       return { ...item, content: [{ type: 'text', text }] };
     });
     if (plan.summaryBlock !== undefined) {
-      const first = out.findIndex((m) => isObject(m) && (m.role === 'system' || m.role === 'developer'));
-      const target = first === -1 ? undefined : out[first];
-      if (isObject(target)) {
+      // Only the client's LEADING system (or developer) message takes the summary: one from further down (even
+      // when eviction moved it to the front) would put the summary of the beginning after what it came after.
+      const target = plan.keep[0] === 0 ? out[0] : undefined;
+      if (isObject(target) && (target.role === 'system' || target.role === 'developer')) {
         const content = target.content;
-        out[first] = {
+        out[0] = {
           ...target,
           content: Array.isArray(content)
             ? [...(content as unknown[]), { type: 'text', text: plan.summaryBlock }]

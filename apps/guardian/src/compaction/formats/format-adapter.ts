@@ -48,6 +48,19 @@ export interface FormatAdapter {
   summaryText(answer: unknown): string | undefined;
   /** Reads one parsed JSON answer or one SSE event's data. */
   observe(payload: unknown, into: ObservedAnswer): void;
+  /** The upstream endpoint that counts a request of this format exactly, when the format's API has one. */
+  readonly exactCount?: ExactCount;
+}
+
+/**
+ * An exact-count endpoint, described without doing I/O (the caller sends it: see `countExactly`). Anthropic has
+ * `POST /v1/messages/count_tokens`; chat counts through the backend's `/tokenize` instead (libs/upstream).
+ */
+export interface ExactCount {
+  /** Path under the upstream base (after `/v1`) and the body that asks for the count of this request. */
+  request(conv: ParsedConversation): { path: string; body: Json };
+  /** The prompt tokens the endpoint answered; undefined when the answer is not a count. */
+  read(answer: unknown): number | undefined;
 }
 
 /** Characters an image costs in the estimate: about 800 tokens, the order of a mid-size image on current models. */

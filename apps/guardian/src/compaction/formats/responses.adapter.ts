@@ -32,6 +32,74 @@ function readParts(content: unknown): { text: string; chars: number; spillable: 
   return { text: texts.join('\n'), chars, spillable: others === 0 && texts.length === 1 };
 }
 
+type ItemRead = Omit<NeutralMessage, 'digest'>;
+
+const EMPTY: ItemRead = {
+  role: 'assistant',
+  text: '',
+  chars: 0,
+  callIds: [],
+  resultIds: [],
+  toolCalls: [],
+  userTyped: false,
+  spillable: false,
+};
+
+function messageItem(item: Json): ItemRead | undefined {
+  const parts = readParts(item.content);
+  const r = str(item.role);
+  const role =
+    r === 'system' || r === 'developer'
+      ? 'system'
+      : r === 'assistant'
+        ? 'assistant'
+        : r === 'user'
+          ? 'user'
+          : undefined;
+  if (!role) return undefined;
+  return {
+    ...EMPTY,
+    role,
+    text: parts.text,
+    chars: parts.chars,
+    userTyped: role === 'user',
+    spillable: parts.spillable,
+  };
+}
+
+/**
+ * One `input` item. Calls and their outputs pair by `call_id` whatever the tool kind (function_call,
+ * custom_tool_call, local_shell_call, computer_call, apply_patch_call, shell_call, ...): an item whose type ends
+ * in `_output` answers the call with its id, any other item with a `call_id` opens one. Undefined for an item the
+ * engine must not compact around: `item_reference` points at server-side state guardian never saw.
+ */
+function readItem(item: Json): ItemRead | undefined {
+  const type = typeof item.type === 'string' ? item.type : 'message';
+  if (type === 'message') return messageItem(item);
+  if (type === 'item_reference') return undefined;
+  const callId = str(item.call_id);
+  if (type.endsWith('_output')) {
+    const out = typeof item.output === 'string' ? item.output : readParts(item.output).text;
+    const chars = typeof item.output === 'string' ? out.length : jsonChars(item.output);
+    return { ...EMPTY, role: 'tool', text: out, chars, resultIds: callId ? [callId] : [] };
+  }
+  if (type === 'reasoning') {
+    // encrypted_content is opaque but replayed to the model; summary and content (gpt-oss reasoning_text) are read.
+    const chars = jsonChars(item.summary) + jsonChars(item.content) + str(item.encrypted_content).length;
+    return { ...EMPTY, chars };
+  }
+  if (callId) {
+    const args =
+      str(item.arguments) ||
+      str(item.input) ||
+      (item.action === undefined ? '' : JSON.stringify(item.action));
+    const name = str(item.name) || type.replace(/_call$/, '');
+    return { ...EMPTY, chars: name.length + args.length, callIds: [callId], toolCalls: [{ name, args }] };
+  }
+  // Other item kinds (web_search_call, image_generation_call, mcp_list_tools, ...): kept as they came, assistant side.
+  return { ...EMPTY, chars: jsonChars(item) };
+}
+
 /**
  * OpenAI `/v1/responses`, stateless requests only (an `input` array, no `previous_response_id`): a stateful request
  * refers to history guardian never saw, so it passes through. function_call pairs with function_call_output by
@@ -43,88 +111,16 @@ export const responsesAdapter: FormatAdapter = {
 
   parse(json, { countTools }) {
     if (!isObject(json) || !Array.isArray(json.input) || typeof json.model !== 'string') return undefined;
+    // Stateful requests refer to history guardian never saw: `previous_response_id`, or a Conversations API
+    // `conversation` (OpenAI API reference, "Conversation state"). They pass through unchanged.
     if (json.previous_response_id !== undefined && json.previous_response_id !== null) return undefined;
+    if (json.conversation !== undefined && json.conversation !== null) return undefined;
     const messages: NeutralMessage[] = [];
     for (const item of json.input) {
       if (!isObject(item)) return undefined;
-      const type = typeof item.type === 'string' ? item.type : 'message';
-      let m: Omit<NeutralMessage, 'digest'>;
-      if (type === 'message') {
-        const parts = readParts(item.content);
-        const r = str(item.role);
-        const role =
-          r === 'system' || r === 'developer'
-            ? 'system'
-            : r === 'assistant'
-              ? 'assistant'
-              : r === 'user'
-                ? 'user'
-                : undefined;
-        if (!role) return undefined;
-        m = {
-          role,
-          text: parts.text,
-          chars: parts.chars,
-          callIds: [],
-          resultIds: [],
-          toolCalls: [],
-          userTyped: role === 'user',
-          spillable: parts.spillable,
-        };
-      } else if (type === 'function_call' || type === 'custom_tool_call') {
-        const args = str(item.arguments) || str(item.input);
-        m = {
-          role: 'assistant',
-          text: '',
-          chars: str(item.name).length + args.length,
-          callIds: [str(item.call_id)],
-          resultIds: [],
-          toolCalls: [{ name: str(item.name), args }],
-          userTyped: false,
-          spillable: false,
-        };
-      } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
-        const out = typeof item.output === 'string' ? item.output : JSON.stringify(item.output ?? '');
-        m = {
-          role: 'tool',
-          text: out,
-          chars: out.length,
-          callIds: [],
-          resultIds: [str(item.call_id)],
-          toolCalls: [],
-          userTyped: false,
-          spillable: false,
-        };
-      } else if (type === 'reasoning') {
-        m = {
-          role: 'assistant',
-          text: '',
-          chars: jsonChars(item.summary) + str(item.encrypted_content).length,
-          callIds: [],
-          resultIds: [],
-          toolCalls: [],
-          userTyped: false,
-          spillable: false,
-        };
-      } else {
-        // Unknown item kinds (web_search_call, item_reference, ...): kept as they came, on the assistant side.
-        m = {
-          role: 'assistant',
-          text: '',
-          chars: jsonChars(item),
-          callIds: [],
-          resultIds: [],
-          toolCalls: [],
-          userTyped: false,
-          spillable: false,
-        };
-      }
-      messages.push({
-        ...m,
-        callIds: m.callIds.filter(Boolean),
-        resultIds: m.resultIds.filter(Boolean),
-        digest: '',
-      });
+      const m = readItem(item);
+      if (!m) return undefined;
+      messages.push({ ...m, digest: '' });
     }
     const conv: ParsedConversation = {
       route: 'responses',
@@ -187,11 +183,9 @@ export const responsesAdapter: FormatAdapter = {
     const response = isObject(payload.response) ? payload.response : payload;
     if (isObject(response.usage) && typeof response.usage.input_tokens === 'number')
       into.promptTokens = response.usage.input_tokens;
-    const items = Array.isArray(response.output)
-      ? response.output
-      : isObject(payload.item)
-        ? [payload.item]
-        : [];
+    // Only the final output list: a stream also announces each item in output_item.added and .done, and reading
+    // those too would count one tool call three times.
+    const items = Array.isArray(response.output) ? response.output : [];
     for (const it of items)
       if (isObject(it) && it.type === 'function_call' && typeof it.name === 'string')
         into.toolNames.push(it.name);
