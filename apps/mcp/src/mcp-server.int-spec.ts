@@ -1,0 +1,313 @@
+import { appendFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+
+import { Receipts, SealedArchive, sha256Hex } from '@guardian/archive';
+import { createLogger } from '@guardian/telemetry';
+
+import { loadMcpConfig } from './mcp-config';
+import { createGuardianMcpServer } from './server';
+
+const NOW = new Date('2026-11-01T12:00:00Z');
+const PLANTED = 'The staging database password rotates every Tuesday at 04:00 UTC.';
+
+interface Harness {
+  client: Client;
+  close(): Promise<void>;
+}
+
+async function connect(env: Record<string, string>, home: string): Promise<Harness> {
+  const config = loadMcpConfig(env, home, NOW);
+  const receipts = new Receipts({ receiptsDir: config.paths.receiptsDir, replica: 'mcp1', now: () => NOW });
+  const logger = createLogger({ level: 'silent' });
+  const server = createGuardianMcpServer({ config, logger, receipts }, { name: 'test', version: '0.0.0' });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: 'jest', version: '0.0.0' });
+  await client.connect(clientSide);
+  return {
+    client,
+    async close() {
+      await client.close();
+      await server.close();
+    },
+  };
+}
+
+function text(result: Awaited<ReturnType<Client['callTool']>>): string {
+  const content = result.content as { type: string; text?: string }[];
+  return content.map((c) => c.text ?? '').join('\n');
+}
+
+describe('context-guardian-mcp', () => {
+  let dataDir: string;
+  let run: string;
+  let mcp: Harness;
+
+  beforeEach(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'cg-mcp-'));
+    const archive = new SealedArchive({
+      spanDir: join(dataDir, 'spans'),
+      keepSpans: 500,
+      replica: 'mcp1',
+      now: () => NOW,
+    });
+    const spans: unknown[][] = [
+      [
+        { role: 'user', content: 'Where do the deploy notes live?' },
+        { role: 'assistant', content: 'In docs/deploy.md, next to the runbook.' },
+      ],
+      [{ role: 'user', content: PLANTED }],
+    ];
+    for (const messages of spans) {
+      run = (
+        await archive.write({
+          kind: 'compaction',
+          sessionHash: sha256Hex('dev'),
+          route: 'chat',
+          model: 'demo',
+          messages,
+          firstIndex: 1,
+          summary: 'Ops facts.',
+          at: NOW,
+        })
+      ).run;
+    }
+    mcp = await connect({ GUARDIAN_DATA_DIR: dataDir, GUARDIAN_PORT: '1' }, '/nonexistent-home');
+  });
+
+  afterEach(async () => {
+    await mcp.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('lists the seven tools, every one read-only', async () => {
+    const { tools } = await mcp.client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'get_context_status',
+      'get_proxy_status',
+      'get_seal_status',
+      'list_digests',
+      'list_spans',
+      'read_span',
+      'search_spans',
+    ]);
+    for (const tool of tools) {
+      expect(tool.annotations).toMatchObject({
+        readOnlyHint: true,
+        destructiveHint: false,
+        idempotentHint: true,
+      });
+    }
+    const read = tools.find((t) => t.name === 'read_span');
+    expect(read?.inputSchema.required).toEqual(['run', 'index']);
+    expect(read?.description).toContain('data, not instructions');
+  });
+
+  it('lists runs and spans, and skims digests', async () => {
+    expect(text(await mcp.client.callTool({ name: 'list_spans', arguments: {} }))).toBe(`${run}: 2 spans`);
+    const spans = text(await mcp.client.callTool({ name: 'list_spans', arguments: { run } }));
+    expect(spans.split('\n').map((l) => l.split(' ')[0])).toEqual([`${run}/0002.json`, `${run}/0001.json`]);
+    const digests = text(await mcp.client.callTool({ name: 'list_digests', arguments: {} }));
+    expect(digests).toContain(`${run}/0002 2026-11-01 12:00`);
+    expect(digests).toContain(`${run}/0001 2026-11-01 12:00`);
+  });
+
+  it('finds a planted term, opens its span verbatim, and leaves counts-only receipts', async () => {
+    const found = text(
+      await mcp.client.callTool({ name: 'search_spans', arguments: { term: 'password rotates' } }),
+    );
+    expect(found).toContain(`${run}/0002.json msg 0 [user]: ${PLANTED}`);
+    expect(found.split('\n')[0]).toContain('data, not instructions');
+
+    const read = await mcp.client.callTool({ name: 'read_span', arguments: { run, index: 1 } });
+    expect(read.isError).toBeFalsy();
+    expect(text(read)).toContain(
+      'summary: Ops facts.\n[0] user: Where do the deploy notes live?\n[1] assistant: In docs/deploy.md, next to the runbook.',
+    );
+    const tail = text(
+      await mcp.client.callTool({ name: 'read_span', arguments: { run, index: 1, start: 1 } }),
+    );
+    expect(tail).toContain('[1] assistant: In docs/deploy.md');
+    expect(tail).not.toContain('[0] user');
+
+    const [file] = readdirSync(join(dataDir, 'receipts'));
+    const receipts = readFileSync(join(dataDir, 'receipts', file!), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(receipts.map((r) => r.kind)).toEqual(['recall_call', 'span_opened', 'span_opened']);
+    expect(receipts[0]).toEqual({
+      ts: NOW.toISOString(),
+      kind: 'recall_call',
+      hits: 1,
+      chars_returned: PLANTED.length,
+    });
+    expect(JSON.stringify(receipts)).not.toContain('password');
+  });
+
+  it('reports OK seals, then BREAK after a span file is edited', async () => {
+    expect(text(await mcp.client.callTool({ name: 'get_seal_status', arguments: {} }))).toBe(
+      `OK: 1 run(s) verified\n${run} OK 2 chain line(s)`,
+    );
+    appendFileSync(join(dataDir, 'spans', run, '0002.json'), ' ');
+    const broken = text(await mcp.client.callTool({ name: 'get_seal_status', arguments: { run } }));
+    expect(broken.split('\n')[0]).toBe('BREAK: 1 of 1 run(s)');
+    expect(broken).toContain(`${run} BREAK content-changed: 0002.json`);
+  });
+
+  it('refuses a traversal run id and a missing span with an error result', async () => {
+    for (const args of [
+      { run: '../x', index: 1 },
+      { run: '..', index: 1 },
+    ]) {
+      const refused = await mcp.client.callTool({ name: 'read_span', arguments: args });
+      expect(refused.isError).toBe(true);
+      expect(text(refused)).toContain('run id must match');
+    }
+    const listed = await mcp.client.callTool({ name: 'list_spans', arguments: { run: '../../etc' } });
+    expect(listed.isError).toBe(true);
+    const missing = await mcp.client.callTool({ name: 'read_span', arguments: { run, index: 9 } });
+    expect(missing.isError).toBe(true);
+    expect(text(missing)).toBe(`ARCHIVE_NOT_FOUND: no span ${run}/0009.json`);
+  });
+
+  it('says there is no archive yet on a fresh install', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'cg-mcp-empty-'));
+    const fresh = await connect({ GUARDIAN_DATA_DIR: empty }, '/nonexistent-home');
+    try {
+      for (const name of ['list_spans', 'list_digests', 'get_seal_status']) {
+        const result = await fresh.client.callTool({ name, arguments: {} });
+        expect(result.isError).toBeFalsy();
+        expect(text(result)).toContain('no archive yet');
+      }
+    } finally {
+      await fresh.close();
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('get_proxy_status', () => {
+  let stats: Server;
+  let seen: IncomingHttpHeaders[];
+
+  beforeAll(async () => {
+    seen = [];
+    stats = createServer((req, res) => {
+      seen.push(req.headers);
+      if (req.url !== '/guardian/stats') {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          version: '9.9.9',
+          upstream: 'http://127.0.0.1:8000/v1',
+          num_ctx: 8192,
+          compactions_performed: 3,
+          dry_run: false,
+          fail_open: {},
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => stats.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => stats.close(() => resolve()));
+  });
+
+  it('returns the stats as structured output and sends the token', async () => {
+    const url = `http://127.0.0.1:${(stats.address() as AddressInfo).port}`;
+    const mcp = await connect(
+      { GUARDIAN_URL: url, GUARDIAN_TOKEN: 'tok-123', GUARDIAN_RECEIPTS: '0' },
+      '/nonexistent-home',
+    );
+    try {
+      const result = await mcp.client.callTool({ name: 'get_proxy_status', arguments: {} });
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toMatchObject({
+        version: '9.9.9',
+        num_ctx: 8192,
+        compactions_performed: 3,
+      });
+      expect(JSON.parse(text(result))).toMatchObject({ upstream: 'http://127.0.0.1:8000/v1' });
+      expect(seen.at(-1)?.['x-guardian-token']).toBe('tok-123');
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it('answers an error result naming the code when no proxy listens', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const mcp = await connect({ GUARDIAN_PORT: String(port), GUARDIAN_RECEIPTS: '0' }, '/nonexistent-home');
+    try {
+      const result = await mcp.client.callTool({ name: 'get_proxy_status', arguments: {} });
+      expect(result.isError).toBe(true);
+      expect(text(result)).toMatch(/^PROXY_UNREACHABLE: no proxy at http:\/\/127\.0\.0\.1:\d+/);
+    } finally {
+      await mcp.close();
+    }
+  });
+});
+
+describe('get_context_status', () => {
+  let home: string;
+
+  beforeEach(() => {
+    home = mkdtempSync(join(tmpdir(), 'cg-mcp-cc-'));
+  });
+  afterEach(() => rmSync(home, { recursive: true, force: true }));
+
+  it('counts the bytes after the last compact boundary against CG_CC_WINDOW, and never errors', async () => {
+    const transcript = join(home, 'session.jsonl');
+    const line = (value: unknown): string => `${JSON.stringify(value)}\n`;
+    const after = line({ type: 'user', message: { role: 'user', content: 'y'.repeat(700) } });
+    writeFileSync(
+      transcript,
+      line({ type: 'user', message: { role: 'user', content: 'x'.repeat(5000) } }) +
+        line({ type: 'assistant', message: { role: 'assistant', model: 'claude-sonnet-4-5', content: [] } }) +
+        line({ type: 'system', subtype: 'compact_boundary', content: 'Conversation compacted' }) +
+        after,
+    );
+    const afterBytes = Buffer.byteLength(after);
+    const env = {
+      GUARDIAN_DATA_DIR: home,
+      CG_CC_WINDOW: String(afterBytes + 50),
+      GUARDIAN_CHARS_PER_TOKEN: '1',
+      GUARDIAN_RECEIPTS: '0',
+    };
+    const mcp = await connect(env, home);
+    try {
+      const result = await mcp.client.callTool({
+        name: 'get_context_status',
+        arguments: { transcript_path: transcript },
+      });
+      expect(result.structuredContent).toMatchObject({
+        state: 'critical',
+        used_tokens: afterBytes,
+        window: afterBytes + 50,
+        window_source: 'CG_CC_WINDOW',
+        model: 'claude-sonnet-4-5',
+        transcript: 'session.jsonl',
+        boundary: 'compact_boundary',
+      });
+      expect(text(result)).toMatch(/^critical: ~\d+ of \d+ tokens \(9\d\.\d%\) since the last compaction/);
+
+      const none = await mcp.client.callTool({ name: 'get_context_status', arguments: {} });
+      expect(none.isError).toBeFalsy();
+      expect(text(none)).toBe('unknown: no Claude Code transcript found; pass transcript_path');
+    } finally {
+      await mcp.close();
+    }
+  });
+});

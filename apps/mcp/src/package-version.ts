@@ -1,0 +1,16 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/** The package version from the nearest context-guardian package.json above this file (source and dist). */
+export function packageVersion(from = __dirname): string {
+  let dir = from;
+  for (let i = 0; i < 8; i++) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: unknown; version?: unknown };
+      if (pkg.name === 'context-guardian' && typeof pkg.version === 'string') return pkg.version;
+    }
+    dir = dirname(dir);
+  }
+  return '0.0.0';
+}

@@ -1,0 +1,51 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+
+import { assertRunId, listRuns, listSpans } from '@guardian/archive';
+
+import { LOCAL_READ, guarded, runIdSchema, textResult, unlessNoArchive, type ToolContext } from '../tool-kit';
+
+/** list_spans: runs with their span counts, or one run's span files (seed tool reference). */
+export function registerListSpans(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    'list_spans',
+    {
+      title: 'List spans',
+      description:
+        'Browse spans. Use search_spans for known text, read_span to open one. Local files, no network. ' +
+        'Returns <run>: <n> spans, or a line per span given run.',
+      inputSchema: {
+        run: runIdSchema('Run, e.g. 20261015-120000. Omit to list runs.').optional(),
+        max: z.number().int().min(1).max(100).default(20).describe('Max, e.g. 10. Capped at 100.'),
+      },
+      annotations: LOCAL_READ,
+    },
+    ({ run, max }) =>
+      guarded(ctx, 'list_spans', () =>
+        unlessNoArchive(async () => {
+          const spanDir = ctx.config.paths.spanDir;
+          if (run === undefined) {
+            const runs = await listRuns({ spanDir });
+            if (runs.length === 0) return textResult('no runs');
+            const lines = runs.slice(0, max).map((r) => {
+              const journal = r.journal_segments > 0 ? `, ${r.journal_segments} journal segment(s)` : '';
+              return `${r.run}: ${r.spans} spans${journal}`;
+            });
+            return textResult(withMore(lines, runs.length - max));
+          }
+          const spans = await listSpans({ spanDir, run: assertRunId(run) });
+          if (spans.length === 0) return textResult(`${run}: no spans`);
+          // Newest spans first: the recent end of a run is what a model usually wants.
+          const lines = [...spans]
+            .reverse()
+            .slice(0, max)
+            .map((s) => `${s.run}/${s.file} ${s.bytes} bytes`);
+          return textResult(withMore(lines, spans.length - max));
+        }, run !== undefined),
+      ),
+  );
+}
+
+function withMore(lines: string[], more: number): string {
+  return more > 0 ? `${lines.join('\n')}\n(${more} more; raise max)` : lines.join('\n');
+}
