@@ -54,14 +54,8 @@ export async function startGuardian(
   keepRawBodies(fastify, env.GUARDIAN_MAX_BODY_BYTES);
   await app.listen(opts.port ?? env.GUARDIAN_PORT, env.GUARDIAN_HOST);
   const memo = app.get(MemoStore);
-  if (memo instanceof RedisMemoStore) {
-    const r = await memo.connect();
-    if (!r.ok)
-      logger.warn(
-        { reason: r.reason },
-        'Redis memo unavailable at start: the local memo answers until it comes back',
-      );
-  }
+  // The store logs its own warning naming the target and the cause; requests are served from the local memo.
+  if (memo instanceof RedisMemoStore) await memo.connect();
   const address = fastify.server.address();
   const port = typeof address === 'object' && address ? address.port : env.GUARDIAN_PORT;
   const shownHost = env.GUARDIAN_HOST.includes(':') ? `[${env.GUARDIAN_HOST}]` : env.GUARDIAN_HOST;

@@ -23,6 +23,7 @@ async function main(): Promise<void> {
   for (const w of config.warnings) logger.warn({}, w);
   const otel = await startOtelSdk(process.env);
   const running = await startGuardian(config, logger);
+  const dashboard = config.dashboardUrlFor(Number(new URL(running.url).port));
 
   const window = env.GUARDIAN_NUM_CTX;
   const budget = window
@@ -39,10 +40,10 @@ async function main(): Promise<void> {
       window: window ?? 'detected per model',
       budget: budget ?? 'per model',
       keepRecent: keep,
-      dashboard: config.dashboardUrl,
+      dashboard,
       replica: running.runtime.replica,
     },
-    `context-guardian ${config.version} on ${running.url} -> ${config.upstream.base.href}; window ${window ?? 'detected per model'}, budget ${budget ?? `${env.GUARDIAN_COMPACT_THRESHOLD} x window (min window - ${env.GUARDIAN_RESERVE_OUTPUT})`}, keep recent: ${keep}; dashboard ${config.dashboardUrl}`,
+    `context-guardian ${config.version} on ${running.url} -> ${config.upstream.base.href}; window ${window ?? 'detected per model'}, budget ${budget ?? `${env.GUARDIAN_COMPACT_THRESHOLD} x window (min window - ${env.GUARDIAN_RESERVE_OUTPUT})`}, keep recent: ${keep}; dashboard ${dashboard}`,
   );
 
   const shutdown = async (signal: string) => {

@@ -37,6 +37,7 @@ export class RedisConnection {
   readonly client: Redis;
   readonly target: string;
   private state: RedisMemoStatus = 'connecting';
+  private timeoutsInARow = 0;
   private closing = false;
   /** The last rejection of connect() or quit(), kept for debugging; the 'error' event carries the cause. */
   private lastRejection: unknown;
@@ -105,12 +106,22 @@ export class RedisConnection {
 
   /** A command answered: if Redis had been marked away (a timeout on a live connection), it is back. */
   succeeded(): void {
+    this.timeoutsInARow = 0;
     if (this.state === 'down' && this.client.status === 'ready') this.up();
   }
 
   /** A command failed: an outage begins unless one is already going on. Bad stored data is no outage. */
   failed(op: string, error: MemoError): void {
-    if (error.code !== 'MEMO_ENTRY_INVALID') this.down(op, error);
+    if (error.code === 'MEMO_ENTRY_INVALID') return;
+    // A single slow command on a connected client is a hiccup (a busy event loop at a 50 ms bound), not an outage:
+    // it is still counted by the caller and answered locally, but the outage is declared only after a few in a row.
+    if (
+      error.code === 'MEMO_REDIS_TIMEOUT' &&
+      this.client.status === 'ready' &&
+      ++this.timeoutsInARow < TIMEOUTS_FOR_OUTAGE
+    )
+      return;
+    this.down(op, error);
   }
 
   /** Wrap anything ioredis threw into a MemoError whose message says what an operator should check. */
@@ -197,6 +208,9 @@ export class RedisConnection {
     );
   }
 }
+
+/** Consecutive command timeouts on a connected client that count as an outage. */
+const TIMEOUTS_FOR_OUTAGE = 3;
 
 /** host:port (and tls) of a Redis URL, without credentials, for logs and messages. */
 export function describeTarget(url: string): string {

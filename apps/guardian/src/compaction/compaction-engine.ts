@@ -208,6 +208,11 @@ export class CompactionEngine {
         const theirs = await this.memo.waitFor(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS);
         if (theirs)
           return { entry: theirs, calls: 0, chunked: false, deferred: false, run: null, span: null };
+      } else {
+        // Another replica may have stored this stretch and released its lock between our lookup and our lock.
+        const stored = await this.memo.get(ctx.session.hash, prefixHash);
+        if (stored?.cut === cut)
+          return { entry: stored, calls: 0, chunked: false, deferred: false, run: null, span: null };
       }
       const { conv } = ctx;
       const lines: string[] = [];

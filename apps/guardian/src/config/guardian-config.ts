@@ -78,11 +78,12 @@ export class GuardianConfig {
     return h === 'localhost' || h === '::1' || h.startsWith('127.');
   }
 
-  get dashboardUrl(): string {
+  /** The dashboard URL for the port actually bound (GUARDIAN_PORT may be 0). */
+  dashboardUrlFor(port: number): string {
     const host = this.env.GUARDIAN_HOST.includes(':')
       ? `[${this.env.GUARDIAN_HOST}]`
       : this.env.GUARDIAN_HOST;
     const shown = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
-    return `http://${shown}:${this.env.GUARDIAN_PORT}/guardian/health`;
+    return `http://${shown}:${port}/guardian/health`;
   }
 }

@@ -1,6 +1,6 @@
 import { Controller, Get, Header } from '@nestjs/common';
 
-import { MemoStore } from '@guardian/memo';
+import { MemoStore, RedisMemoStore } from '@guardian/memo';
 
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianState } from '../state/guardian-state';
@@ -29,10 +29,8 @@ export class HealthController {
   @Get('readyz')
   @Header('cache-control', 'no-store')
   async readyz(): Promise<Record<string, unknown>> {
-    const redis =
-      'status' in this.memo && typeof (this.memo as { status?: unknown }).status === 'function'
-        ? (this.memo as unknown as { status(): string }).status()
-        : 'not configured';
+    // 'ready', 'connecting' or 'down' when GUARDIAN_REDIS_URL is set: reported, never gating (CONTRACTS §2.2).
+    const redis = this.memo instanceof RedisMemoStore ? this.memo.status() : 'not configured';
     return {
       status: 'ready',
       version: this.config.version,
