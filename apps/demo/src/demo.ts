@@ -42,13 +42,15 @@ export interface DemoReport {
   compactions: number;
   summariserCalls: number;
   archivedMessages: number;
+  /** The sidecar's `/metrics` exposition after the last turn, when `runDemo` was asked for it. */
+  metricsText?: string;
 }
 
 /**
  * Runs the scripted session straight to a stub backend with a hard 8,192-token window, then through the sidecar,
  * and returns the table the seed README shows (turn, tokens, direct, through context-guardian).
  */
-export async function runDemo(opts: { dataDir?: string } = {}): Promise<DemoReport> {
+export async function runDemo(opts: { dataDir?: string; withMetrics?: boolean } = {}): Promise<DemoReport> {
   const stub = await startStub({ window: DEMO_WINDOW, flavor: 'vllm' });
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'context-guardian-demo-')));
   const config = GuardianConfig.fromEnv(
@@ -80,6 +82,8 @@ export async function runDemo(opts: { dataDir?: string } = {}): Promise<DemoRepo
       compactions_performed: number;
     };
     const archivedMessages = await countArchivedMessages(config.paths.spanDir);
+    // Read before close: the sidecar's registry goes with it (issue 6 item 3 checks this text).
+    const metricsText = opts.withMetrics ? await (await fetch(`${guardian.url}/metrics`)).text() : undefined;
 
     const lines = [
       `stub backend on 127.0.0.1, ${DEMO_WINDOW.toLocaleString('en-US')}-token window, one scripted session sent twice`,
@@ -106,7 +110,14 @@ export async function runDemo(opts: { dataDir?: string } = {}): Promise<DemoRepo
       `direct: ${firstRejected ? `rejected from turn ${firstRejected} on` : 'every turn answered'}. proxy: ${answered}/${DEMO_TURNS} turns answered, ` +
         `${stats.compactions_performed} compacted requests, ${archivedMessages} originals archived, ${summariserCalls} summariser calls (one per stretch; the other compacted turns reused the summary).`,
     );
-    return { lines, dataDir, compactions: stats.compactions_performed, summariserCalls, archivedMessages };
+    return {
+      lines,
+      dataDir,
+      compactions: stats.compactions_performed,
+      summariserCalls,
+      archivedMessages,
+      metricsText,
+    };
   } finally {
     await guardian.close();
     await stub.close();

@@ -11,6 +11,8 @@ export interface UpstreamClientOptions {
   timeoutSeconds: number;
   /** Seconds to establish a connection (GUARDIAN_UPSTREAM_CONNECT_TIMEOUT). */
   connectTimeoutSeconds: number;
+  /** Told how long each call waited for the upstream's headers (guardian's overhead metric leaves that time out). */
+  onWait?: (ms: number) => void;
 }
 
 export interface UpstreamRequest {
@@ -54,6 +56,7 @@ export class UpstreamClient {
 
   /** Sends one request; the body is a stream the caller must consume or destroy. Throws UpstreamError. */
   async request(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const started = performance.now();
     try {
       const res = await this.agent.request({
         origin: this.options.origin,
@@ -68,6 +71,8 @@ export class UpstreamClient {
       return { status: res.statusCode, headers: res.headers as HeaderMap, body: res.body };
     } catch (err) {
       throw classifyUpstreamError(err);
+    } finally {
+      this.options.onWait?.(performance.now() - started);
     }
   }
 

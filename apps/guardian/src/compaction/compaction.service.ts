@@ -15,6 +15,7 @@ import { chatAdapter } from './formats/chat.adapter';
 import { isObject, str, type FormatAdapter } from './formats/format-adapter';
 import { responsesAdapter } from './formats/responses.adapter';
 import { RequestCounter } from './request-counter';
+import { genAiSystem } from './summariser';
 import { resolveSession } from './session';
 import { pickAuth, WindowService } from './window.service';
 
@@ -96,10 +97,14 @@ export class CompactionService {
         genAiAttributes({
           operation: 'chat',
           model: conv.model,
-          system: input.route,
+          system: genAiSystem(input.route),
           inputTokens: ctx.count.tokens,
         }),
-        () => this.engine.decide(ctx),
+        async (span) => {
+          const d = await this.engine.decide(ctx);
+          span.setAttributes({ 'guardian.outcome': d.outcome, 'guardian.tokens_after': d.tokensAfter });
+          return d;
+        },
       );
     } catch (err) {
       const stage = stageOf(err);

@@ -112,8 +112,11 @@ export class Summariser {
     this.obs.state.summariserCalls += 1;
     return withSpan(
       'guardian.summarise',
-      genAiAttributes({ operation: 'chat', model: input.model, system: input.route }),
-      async () => {
+      {
+        ...genAiAttributes({ operation: 'chat', model: input.model, system: genAiSystem(input.route) }),
+        'gen_ai.request.max_tokens': maxTokens,
+      },
+      async (span) => {
         try {
           const res = await this.upstream.json({
             method: 'POST',
@@ -126,6 +129,7 @@ export class Summariser {
             throw new SummariseError('SUMMARY_HTTP_ERROR', `summariser answered HTTP ${res.status}`);
           }
           const text = input.adapter.summaryText(res.body)?.trim() ?? '';
+          span.setAttributes(genAiAttributes(usageOf(res.body)));
           this.obs.metrics.summariserDuration.observe(
             { outcome: text.length < this.config.env.GUARDIAN_MIN_SUMMARY_CHARS ? 'short' : 'ok' },
             (performance.now() - started) / 1000,
@@ -142,4 +146,21 @@ export class Summariser {
       },
     );
   }
+}
+
+/** `gen_ai.system` from the route's wire format (OTel GenAI conventions name the API family, not the route). */
+export function genAiSystem(route: string): string {
+  return route === 'messages' ? 'anthropic' : 'openai';
+}
+
+/** Token counts the upstream reported for a summariser call: OpenAI chat, Anthropic and Responses shapes. */
+function usageOf(body: unknown): { inputTokens?: number; outputTokens?: number } {
+  const usage = typeof body === 'object' && body !== null ? (body as { usage?: unknown }).usage : undefined;
+  if (typeof usage !== 'object' || usage === null) return {};
+  const u = usage as Record<string, unknown>;
+  const n = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+  return {
+    inputTokens: n(u.prompt_tokens) ?? n(u.input_tokens),
+    outputTokens: n(u.completion_tokens) ?? n(u.output_tokens),
+  };
 }

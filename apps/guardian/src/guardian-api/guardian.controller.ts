@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-import { Controller, Get, Header, HttpException, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { Controller, Get, Header, HttpCode, HttpException, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { computeBudget } from '@guardian/compaction';
@@ -13,7 +13,7 @@ import { sessionHash } from '../compaction/session';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianRuntime } from '../config/guardian-runtime';
 import { GuardianState, type GuardianEvent } from '../state/guardian-state';
-import { AccessGuard } from './access.guard';
+import { AccessGuard, PageGuard } from './access.guard';
 import { buildStats } from './stats';
 
 /** The page is read once; `__CSP_NONCE__` is replaced per response so only its own inline script and style run. */
@@ -34,6 +34,14 @@ export class GuardianController {
   async prometheus(@Res() reply: FastifyReply): Promise<void> {
     const body = await this.metrics.registry.metrics();
     await reply.header('content-type', this.metrics.registry.contentType).send(body);
+  }
+
+  // Browsers ask for it on every page; answered here so it never reaches the upstream.
+  @Get('favicon.ico')
+  @HttpCode(204)
+  @Header('cache-control', 'max-age=86400')
+  favicon(): void {
+    return;
   }
 
   @Get('guardian/stats')
@@ -94,6 +102,9 @@ export class GuardianController {
       'cache-control': 'no-store',
       'x-accel-buffering': 'no',
     });
+    // Sent at once: without a first byte the headers wait in Node's buffer, and a client sees nothing until the
+    // first event or keep-alive (WHATWG HTML, event stream format: `retry` sets the reconnection delay).
+    raw.write('retry: 3000\n\n');
     const send = (e: GuardianEvent) => raw.write(`event: ${e.kind}\ndata: ${JSON.stringify(e)}\n\n`);
     for (const e of this.state.events) send(e);
     const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
@@ -104,8 +115,9 @@ export class GuardianController {
     });
   }
 
+  /** The page carries no data, so it loads without a token and then asks for one (CONTRACTS §6). */
   @Get('guardian/health')
-  @UseGuards(AccessGuard)
+  @UseGuards(PageGuard)
   async page(@Res() reply: FastifyReply): Promise<void> {
     const nonce = randomBytes(16).toString('base64');
     await reply

@@ -47,6 +47,7 @@ export function buildStats(args: {
     memo_store: args.memoStore,
     upstream_status: state.upstreamStatus,
     seal_status: state.sealStatus,
+    seal_checked_at: state.sealCheckedAt,
     sessions: args.sessions.map((s) => ({
       session: s.session.slice(0, 8),
       model: s.model,

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
+import { tracer } from '@guardian/telemetry';
+
 import {
   requestHeadersForUpstream,
   responseHeadersForClient,
@@ -15,6 +17,7 @@ import { apiStyleOf, errorBody, ownedRoute } from '../http/api-style';
 import { CompactionService } from '../compaction/compaction.service';
 import { MAX_SESSION_HEADER_BYTES } from '../compaction/session';
 import { Observability } from '../observability/observability';
+import { requestTiming, type RequestTiming } from '../observability/request-timing';
 
 /**
  * The request path, top to bottom: read the body guardian was given (raw bytes), let compaction decide what to
@@ -30,10 +33,33 @@ export class ProxyService {
     private readonly obs: Observability,
   ) {}
 
+  /**
+   * One `guardian.request` span around the whole exchange (issue 6 item 4); the compaction, summariser and
+   * archive spans nest inside it. It ends when the response is done, not when this returns: the body streams on.
+   */
   async handle(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const started = performance.now();
     const url = req.raw.url ?? req.url;
     const route = ownedRoute(req.method, url);
+    await tracer().startActiveSpan(
+      'guardian.request',
+      { attributes: { 'http.request.method': req.method, 'guardian.route': route ?? 'other' } },
+      async (span) => {
+        reply.raw.once('close', () => {
+          span.setAttribute('http.response.status_code', reply.raw.statusCode);
+          span.end();
+        });
+        await this.forward(req, reply, url, route);
+      },
+    );
+  }
+
+  private async forward(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    url: string,
+    route: ReturnType<typeof ownedRoute>,
+  ): Promise<void> {
+    const started = performance.now();
     const clientBody = Buffer.isBuffer(req.body) ? req.body : undefined;
 
     // A client that goes away aborts the upstream request (and any summariser call it is waiting on).
@@ -64,17 +90,22 @@ export class ProxyService {
 
     const headers = requestHeadersForUpstream(req.headers);
     const path = upstreamPathFor(url, this.config.upstream.basePath);
+    // Guardian's own calls to the upstream while preparing (window, /tokenize, summaries) are timed apart.
+    const timing: RequestTiming = { upstreamWaitMs: 0 };
     const exchange =
       route && clientBody
-        ? await this.compaction.prepare({
-            route,
-            url,
-            headers: req.headers,
-            body: clientBody,
-            signal: abort.signal,
-            reqId: req.id,
-          })
+        ? await requestTiming.run(timing, () =>
+            this.compaction.prepare({
+              route,
+              url,
+              headers: req.headers,
+              body: clientBody,
+              signal: abort.signal,
+              reqId: req.id,
+            }),
+          )
         : undefined;
+    const preparedMs = performance.now() - started - timing.upstreamWaitMs;
 
     let res: UpstreamResponse;
     try {
@@ -115,9 +146,8 @@ export class ProxyService {
       return;
     }
 
-    const firstByte = performance.now();
     if (exchange) {
-      exchange.observe(res, { overheadMs: firstByte - started });
+      exchange.observe(res, { overheadMs: preparedMs });
       const status = res.status;
       res.body.once('end', () => exchange.finish({ status }));
       reply.raw.once('close', () => exchange.finish({ status }));

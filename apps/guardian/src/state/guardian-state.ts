@@ -68,7 +68,9 @@ export class GuardianState {
     internal: 0,
   };
   upstreamStatus: 'ok' | 'down' | 'unknown' = 'unknown';
+  /** Set by the seal monitor (observability/seal-monitor.ts): `unknown` until the first archive verify ends. */
   sealStatus: 'ok' | 'broken' | 'unknown' = 'unknown';
+  sealCheckedAt: string | null = null;
 
   constructor() {
     this.live.setMaxListeners(100);
