@@ -98,7 +98,12 @@ describe('dry run', () => {
       expect(sent[0]!.body.toString('utf8')).toBe(bytes);
       expect(summaryCalls(stack.stub)).toHaveLength(0);
       expect(await readSpans(join(stack.dataDir, 'spans'))).toEqual([]);
-      const log = await readLog(stack.dataDir);
+      // The log line is written behind the request: wait for it.
+      let log = await readLog(stack.dataDir);
+      for (let i = 0; i < 100 && log.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        log = await readLog(stack.dataDir);
+      }
       expect(log).toHaveLength(1);
       expect(log[0]).toMatchObject({ dry_run: true, run: null, span: null });
       expect(log[0]!.tokens_before as number).toBeGreaterThan(0);

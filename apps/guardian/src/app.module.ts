@@ -23,7 +23,7 @@ import { SpanVolumeProbe } from './health/span-volume-probe';
 import { GuardianErrorFilter } from './http/error.filter';
 import { GuardianLogger } from './observability/guardian-logger';
 import { Observability } from './observability/observability';
-import { ProxyController } from './proxy/proxy.controller';
+import { recordUpstreamWait } from './observability/request-timing';
 import { ProxyService } from './proxy/proxy.service';
 import { GuardianState } from './state/guardian-state';
 
@@ -51,6 +51,7 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
           origin: config.upstream.origin,
           timeoutSeconds: env.GUARDIAN_UPSTREAM_TIMEOUT,
           connectTimeoutSeconds: env.GUARDIAN_UPSTREAM_CONNECT_TIMEOUT,
+          onWait: recordUpstreamWait,
         }),
     },
     {
@@ -103,7 +104,7 @@ export class AppModule {
   static forRoot(options: GuardianModuleOptions): DynamicModule {
     return {
       module: AppModule,
-      controllers: [HealthController, GuardianController, ProxyController],
+      controllers: [HealthController, GuardianController],
       providers: [
         ...infrastructure(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },

@@ -2,15 +2,20 @@ import 'reflect-metadata';
 
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { MemoStore, RedisMemoStore } from '@guardian/memo';
 import { UpstreamClient } from '@guardian/upstream';
 
 import { AppModule } from './app.module';
+import { ProxyService } from './proxy/proxy.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
 import { keepRawBodies } from './http/raw-body';
 import type { GuardianLogger } from './observability/guardian-logger';
+
+/** Methods forwarded upstream (RFC 9110 §9 plus PATCH); CONNECT and TRACE are not proxied. */
+const PROXIED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 export interface RunningGuardian {
   app: NestFastifyApplication;
@@ -52,6 +57,18 @@ export async function startGuardian(
   );
   const fastify = app.getHttpAdapter().getInstance();
   keepRawBodies(fastify, env.GUARDIAN_MAX_BODY_BYTES);
+  // Everything guardian does not own goes upstream: every method, every path. A plain Fastify route rather than a
+  // Nest controller, because this is the hot path and Nest's per-request pipeline (guards, pipes, interceptors:
+  // none used here) costs ~10% of the sidecar's CPU per request (docs/BENCHMARKS.md). Guardian's own routes are
+  // static and win over the wildcard.
+  const proxy = app.get(ProxyService);
+  // Returning the reply tells Fastify the handler sent it (a streamed body may not have started yet).
+  const forward = async (req: FastifyRequest, reply: FastifyReply) => {
+    await proxy.handle(req, reply);
+    return reply;
+  };
+  fastify.route({ method: PROXIED_METHODS, url: '/', handler: forward, exposeHeadRoute: false });
+  fastify.route({ method: PROXIED_METHODS, url: '/*', handler: forward, exposeHeadRoute: false });
   await app.listen(opts.port ?? env.GUARDIAN_PORT, env.GUARDIAN_HOST);
   const memo = app.get(MemoStore);
   // The store logs its own warning naming the target and the cause; requests are served from the local memo.

@@ -95,7 +95,7 @@ export class CompactionEngine {
     if (plan.action === 'fits') return unchanged;
 
     if (ctx.dryRun) {
-      await this.logDecision(
+      this.logDecision(
         ctx,
         { ...unchanged, outcome: 'dry_run' },
         {
@@ -142,7 +142,7 @@ export class CompactionEngine {
       compactedAt: new Date().toISOString(),
     };
     this.report(ctx, decision, stretch, built);
-    await this.logDecision(ctx, decision, {
+    this.logDecision(ctx, decision, {
       evicted: stretch ? countEvicted(ctx, stretch.entry.cut) : 0,
       reused: stretch !== undefined && stretch.calls === 0,
       calls: stretch?.calls ?? 0,
@@ -433,7 +433,8 @@ export class CompactionEngine {
     });
   }
 
-  private async logDecision(
+  /** Queues the compaction log line (and its receipt) behind the request: two fsynced appends the client need not wait for. */
+  private logDecision(
     ctx: RequestContext,
     d: Decision,
     f: {
@@ -448,8 +449,8 @@ export class CompactionEngine {
       span: number | null;
       dryRun: boolean;
     },
-  ): Promise<void> {
-    await this.recorder.logLine(
+  ): void {
+    this.recorder.logLineLater(
       {
         run: f.run,
         span: f.span,

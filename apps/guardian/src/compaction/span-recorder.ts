@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
 import {
   ArchiveWriter,
@@ -8,7 +8,7 @@ import {
   type SpanInput,
   type SpanRef,
 } from '@guardian/archive';
-import { withSpan } from '@guardian/telemetry';
+import { genAiAttributes, withSpan } from '@guardian/telemetry';
 
 import { Observability } from '../observability/observability';
 
@@ -18,7 +18,9 @@ import { Observability } from '../observability/observability';
  * receipt line that cannot be written is a warning: the request is not affected.
  */
 @Injectable()
-export class SpanRecorder {
+export class SpanRecorder implements OnModuleDestroy {
+  private readonly pending = new Set<Promise<void>>();
+
   constructor(
     private readonly archive: ArchiveWriter,
     private readonly log: CompactionLog,
@@ -32,7 +34,13 @@ export class SpanRecorder {
     try {
       const ref = await withSpan(
         'guardian.archive.write',
-        { 'guardian.span.kind': input.kind, 'guardian.span.messages': input.messages.length },
+        {
+          ...genAiAttributes({ model: input.model }),
+          'guardian.span.kind': input.kind,
+          'guardian.span.messages': input.messages.length,
+          'guardian.tokens_before': input.tokensBefore,
+          'guardian.tokens_after': input.tokensAfter,
+        },
         () => this.archive.write(input),
       );
       this.obs.metrics.archiveWriteDuration.observe((performance.now() - started) / 1000);
@@ -54,6 +62,19 @@ export class SpanRecorder {
       this.obs.failOpen('archive', reason, { route: routeLabel(input.route), model: input.model, err });
       return undefined;
     }
+  }
+
+  /**
+   * Writes the log line after the request has gone on (it only feeds `--savings` and the receipts). Pending writes are
+   * awaited at shutdown so none is lost to a clean stop.
+   */
+  logLineLater(line: CompactionLogInput, tokensBefore: number, tokensAfter: number): void {
+    const p = this.logLine(line, tokensBefore, tokensAfter).finally(() => this.pending.delete(p));
+    this.pending.add(p);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await Promise.allSettled([...this.pending]);
   }
 
   async logLine(line: CompactionLogInput, tokensBefore: number, tokensAfter: number): Promise<void> {
