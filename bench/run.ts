@@ -1,0 +1,43 @@
+// `npm run bench [-- overhead|compaction|archive|memo ...]`: runs the named benchmarks, or all of them, one after
+// the other (never at once: each one measures a machine it must have to itself). Each writes bench/results/<name>.txt.
+import { performance } from 'node:perf_hooks';
+
+import * as archive from './archive-bench';
+import * as compaction from './compaction';
+import * as memo from './memo-bench';
+import * as overhead from './overhead';
+
+interface Bench {
+  run(): Promise<void>;
+}
+
+const BENCHES: Record<string, Bench> = { overhead, compaction, archive, memo };
+
+async function main(): Promise<void> {
+  const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const unknown = asked.filter((a) => !(a in BENCHES));
+  if (unknown.length > 0) {
+    process.stderr.write(
+      `unknown benchmark: ${unknown.join(', ')}; choose from ${Object.keys(BENCHES).join(', ')}\n`,
+    );
+    process.exit(2);
+  }
+  const names = asked.length > 0 ? asked : Object.keys(BENCHES);
+  for (const name of names) {
+    const start = performance.now();
+    process.stdout.write(`\n== ${name}\n`);
+    await BENCHES[name]!.run();
+    process.stdout.write(`== ${name} took ${((performance.now() - start) / 1000).toFixed(1)} s\n`);
+  }
+}
+
+main().then(
+  // Servers and pools are closed by each benchmark; exit anyway so a stray keep-alive timer cannot hold the run.
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exit(1);
+  },
+);
