@@ -14,6 +14,8 @@ export interface Stack {
   /** `http://127.0.0.1:PORT/v1`, what an SDK's baseURL points at. */
   baseURL: string;
   dataDir: string;
+  /** Stops the sidecar only (pending archive writes are flushed); `close()` after it stops the rest. */
+  stopGuardian(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -37,13 +39,16 @@ export async function startStack(
   );
   const logger = createLogger({ level: config.env.GUARDIAN_LOG_LEVEL });
   const guardian = await startGuardian(config, logger, { port: 0 });
+  let stopped: Promise<void> | undefined;
+  const stopGuardian = () => (stopped ??= guardian.close(200));
   return {
+    stopGuardian,
     stub,
     guardian,
     baseURL: `${guardian.url}/v1`,
     dataDir,
     async close() {
-      await guardian.close(200);
+      await stopGuardian();
       await stub.close();
       await rm(dataDir, { recursive: true, force: true });
     },

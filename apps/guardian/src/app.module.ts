@@ -6,6 +6,7 @@ import { InMemoryMemoStore, MemoStore, RedisMemoStore } from '@guardian/memo';
 import { GuardianMetrics, MEMO_OPS } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
 
+import { CaptureService } from './compaction/capture.service';
 import { CompactionEngine } from './compaction/compaction-engine';
 import { CompactionDeps } from './compaction/compaction-deps';
 import { CompactionService } from './compaction/compaction.service';
@@ -72,8 +73,9 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
         });
       },
     },
+    { provide: ArchiveWriter, useExisting: SealedArchive },
     {
-      provide: ArchiveWriter,
+      provide: SealedArchive,
       useFactory: () =>
         new SealedArchive({
           spanDir: config.paths.spanDir,
@@ -109,6 +111,7 @@ export class AppModule {
         ...infrastructure(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
         AccessGuard,
+        CaptureService,
         CompactionDeps,
         CompactionEngine,
         CompactionService,

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 
 import { MemoStore } from '@guardian/memo';
 
+import { CaptureService } from './capture.service';
 import { SessionTable } from './session-table';
 import { SpanRecorder } from './span-recorder';
 
@@ -12,5 +13,6 @@ export class CompactionDeps {
     readonly memo: MemoStore,
     readonly sessions: SessionTable,
     readonly recorder: SpanRecorder,
+    readonly capture: CaptureService,
   ) {}
 }

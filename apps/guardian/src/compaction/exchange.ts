@@ -7,6 +7,7 @@ import type { Observability } from '../observability/observability';
 import { parseOverflow, readBounded, type UpstreamResponse } from '@guardian/upstream';
 
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
+import type { CaptureService } from './capture.service';
 import type { CompactionService } from './compaction.service';
 import type { FormatAdapter, ObservedAnswer } from './formats/format-adapter';
 import type { RequestCounter } from './request-counter';
@@ -35,6 +36,7 @@ export interface ExchangeDeps {
   memo: MemoStore;
   sessions: SessionTable;
   recorder: SpanRecorder;
+  capture: CaptureService;
 }
 
 /**
@@ -94,7 +96,7 @@ export class Exchange {
     const ok = second.status < 400;
     obs.metrics.overflowRecoveries.inc({ route: ctx.conv.route, outcome: ok ? 'ok' : 'failed' });
     if (ok) {
-      obs.metrics.compactions.inc({ route: ctx.conv.route, reason: 'overflow' });
+      // The retry's compaction was counted by the engine, with reason "overflow".
       obs.state.overflowRecovered += 1;
       obs.state.emit({
         kind: 'overflow_recovered',
@@ -177,6 +179,11 @@ export class Exchange {
       obs.metrics.recallToolCalls.inc({ tool: name });
       await recorder.recallToolCall();
     }
+    this.deps.capture.record({
+      sessionHash: ctx.session.hash,
+      route: ctx.conv.route,
+      messages: ctx.conv.items,
+    });
     sessions.touch(ctx.session.hash, d.compactedAt);
     obs.metrics.activeSessions.set(sessions.size);
     const previous = await memo.getUsage(ctx.session.hash);

@@ -1,0 +1,77 @@
+import { join } from 'node:path';
+
+import { searchArchive, verifyArchive } from '@guardian/archive';
+
+import { startStack } from '../support/stack';
+
+/** GUARDIAN_CAPTURE=journal records every message, not only evicted ones, and the archive still verifies. */
+describe('capture journal', () => {
+  const post = (baseURL: string, messages: unknown[]) =>
+    fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-guardian-session': 'journal-dev' },
+      body: JSON.stringify({ model: 'stub-model', messages }),
+    });
+
+  async function eventually<T>(probe: () => Promise<T | undefined>): Promise<T> {
+    for (let i = 0; i < 100; i++) {
+      const v = await probe().catch((err: { code?: string }) => {
+        if (err.code === 'ARCHIVE_NOT_FOUND') return undefined; // nothing written yet
+        throw err;
+      });
+      if (v !== undefined) return v;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error('condition not met in 2 s');
+  }
+
+  it('makes messages that were never compacted searchable, once each, in a sealed journal', async () => {
+    const stack = await startStack({ env: { GUARDIAN_CAPTURE: 'journal' } });
+    const spanDir = join(stack.dataDir, 'spans');
+    try {
+      const first = [{ role: 'user', content: 'The staging database is called JOURNAL-MARKER-ORCA.' }];
+      expect((await post(stack.baseURL, first)).status).toBe(200);
+      const second = [
+        ...first,
+        { role: 'assistant', content: 'Noted.' },
+        { role: 'user', content: 'And the queue?' },
+      ];
+      expect((await post(stack.baseURL, second)).status).toBe(200);
+
+      const hits = await eventually(async () => {
+        const r = await searchArchive({ spanDir, term: 'JOURNAL-MARKER-ORCA', max: 10 });
+        return r.hits.length > 0 ? r.hits : undefined;
+      });
+      // Sent twice (the client resends its history) but journaled once.
+      expect(hits).toHaveLength(1);
+      await eventually(async () => {
+        const r = await searchArchive({ spanDir, term: 'And the queue', max: 10 });
+        return r.hits.length > 0 ? r.hits : undefined;
+      });
+      // Stopping the sidecar seals the open segment: the whole archive verifies.
+      await stack.stopGuardian();
+      const verdict = await verifyArchive({ spanDir });
+      expect(verdict.runs.length).toBeGreaterThan(0);
+      expect(verdict.ok).toBe(true);
+    } finally {
+      await stack.close();
+    }
+  });
+
+  it('records nothing when capture is off (the default)', async () => {
+    const stack = await startStack();
+    try {
+      expect((await post(stack.baseURL, [{ role: 'user', content: 'NOT-JOURNALED-TERM here' }])).status).toBe(
+        200,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      await expect(
+        searchArchive({ spanDir: join(stack.dataDir, 'spans'), term: 'NOT-JOURNALED-TERM', max: 10 }),
+      ).rejects.toMatchObject({
+        code: 'ARCHIVE_NOT_FOUND',
+      });
+    } finally {
+      await stack.close();
+    }
+  });
+});
