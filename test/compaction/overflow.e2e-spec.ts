@@ -62,6 +62,16 @@ describe('overflow recovery: the upstream rejects what guardian thought fits', (
 
       const stats = (await getJson(`${stack.guardian.url}/guardian/stats`)).body;
       expect(stats.overflow_recovered).toBeGreaterThanOrEqual(1);
+      // A recovered overflow is counted once, as a compaction with reason "overflow", in both stats and metrics.
+      const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
+      const counted = (reason: string) =>
+        Number(
+          new RegExp(`^guardian_compactions_total\\{route="chat",reason="${reason}"\\} (\\d+)`, 'm').exec(
+            metrics,
+          )?.[1] ?? 0,
+        );
+      expect(counted('overflow')).toBe(stats.overflow_recovered);
+      expect(counted('overflow') + counted('budget')).toBe(stats.compactions_performed);
     },
   );
 

@@ -175,7 +175,7 @@ export class GuardianMetrics {
   );
   readonly sealOk = this.gauge(
     NAMES.sealOk,
-    '1 while no broken hash chain has been seen, 0 once one is found.',
+    '1 unless the latest archive verify found a broken hash chain.',
     [],
   );
   readonly activeSessions = this.gauge(NAMES.activeSessions, 'Sessions held in memory.', []);

@@ -30,6 +30,8 @@ export interface RequestContext {
   /** Credentials only, for guardian's own upstream calls. */
   auth: HeaderMap;
   dryRun: boolean;
+  /** Why this request is being compacted: over the budget, or rejected by the upstream as too long (a retry). */
+  reason?: 'budget' | 'overflow';
 }
 
 /** The outcome of compaction for one request: what to forward and what to report. */

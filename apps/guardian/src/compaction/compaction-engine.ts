@@ -409,7 +409,7 @@ export class CompactionEngine {
     }
     if (!stretch) return;
     state.compactionsPerformed += 1;
-    metrics.compactions.inc({ route, reason: 'budget' });
+    metrics.compactions.inc({ route, reason: ctx.reason ?? 'budget' });
     metrics.tokensBefore.observe({ route }, d.tokensBefore);
     metrics.tokensAfter.observe({ route }, d.tokensAfter);
     state.lastPinsCarried = built.pins;

@@ -165,6 +165,7 @@ export class CompactionService {
       window: { window, source: 'learned:overflow' },
       budget,
       count: { ...est, counter, tokens, source: est.source },
+      reason: 'overflow',
     };
     try {
       const d = await this.engine.decide(retryCtx);
@@ -188,6 +189,7 @@ export class CompactionService {
       memo: this.deps.memo,
       sessions: this.deps.sessions,
       recorder: this.deps.recorder,
+      capture: this.deps.capture,
     };
   }
 }
