@@ -1,10 +1,8 @@
 import { computeBudget } from '@guardian/compaction';
-import { createLogger } from '@guardian/telemetry';
-import { startOtelSdk } from '@guardian/telemetry';
+import { createLogger, packageVersion, startOtelSdk } from '@guardian/telemetry';
 
 import { startGuardian } from './bootstrap';
 import { ConfigError, GuardianConfig } from './config/guardian-config';
-import { packageVersion } from './config/version';
 
 /** Boots the sidecar from the environment; exits 1 with a clear message when the configuration is invalid. */
 async function main(): Promise<void> {

@@ -3,10 +3,9 @@ import { homedir } from 'node:os';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 
 import { Receipts } from '@guardian/archive';
-import { createLogger } from '@guardian/telemetry';
+import { createLogger, packageVersion } from '@guardian/telemetry';
 
 import { loadMcpConfig } from './mcp-config';
-import { packageVersion } from './package-version';
 import { createGuardianMcpServer } from './server';
 
 // context-guardian-mcp: a stdio MCP server. stdout carries the protocol, so every log line goes to stderr

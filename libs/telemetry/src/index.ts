@@ -27,3 +27,4 @@ export { genAiAttributes, startOtelSdk, tracer, withSpan } from './tracing';
 export type { GenAiFacts, OtelEnv, OtelHandle, SpanAttributeValues } from './tracing';
 export { REDACT_PATHS, createLogger, logOnce } from './logger';
 export type { LoggerOptions } from './logger';
+export { packageVersion } from './package-version';

@@ -1,8 +1,9 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 
 import { resolveGuardianPaths } from '@guardian/archive';
 
 import { processIo } from '../common/cli-config';
+import { parseTimeoutSeconds } from '../common/cli-options';
 import { handleCliError } from '../common/cli-error';
 import { printJson, progress, type CliIo } from '../common/cli-io';
 import { EXIT, type ExitCode } from '../common/exit-codes';
@@ -61,18 +62,10 @@ function program(io: CliIo): Command {
     .name(NAME)
     .description('Check the install and a running sidecar; prints a fix for anything wrong.')
     .option('--url <url>', 'sidecar base URL (GUARDIAN_URL)', defaultUrl(io.env))
-    .option('--timeout <seconds>', 'wait this long for each answer', parseTimeout, 3)
+    .option('--timeout <seconds>', 'wait this long for each answer', parseTimeoutSeconds, 3)
     .option('--json', 'print the checks as JSON', false)
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
-}
-
-function parseTimeout(value: string): number {
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 60) {
-    throw new InvalidArgumentError('expected seconds between 0 and 60');
-  }
-  return seconds;
 }
 
 if (require.main === module) {

@@ -1,4 +1,6 @@
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
+
+import { parseTimeoutSeconds } from '../common/cli-options';
 import { statuslineDefaults } from './config';
 import { fetchUsage } from './usage-client';
 import { UNKNOWN_LINE, usageLine } from './usage-line';
@@ -61,18 +63,10 @@ function program(defaultUrl: string, io: StatuslineIo): Command {
     .description("Print the context window fill guardian forwarded, e.g. 'ctx 40% (12.9k/32k) est'.")
     .option('--url <url>', 'sidecar base URL (GUARDIAN_URL)', defaultUrl)
     .option('--session <id>', 'session id, the value your client sends as X-Guardian-Session')
-    .option('--timeout <seconds>', 'give up after this many seconds', parseTimeout, 2)
+    .option('--timeout <seconds>', 'give up after this many seconds', parseTimeoutSeconds, 2)
     .addOption(new Option('--format <caller>', 'who runs the line').choices(FORMATS).default('plain'))
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
-}
-
-function parseTimeout(value: string): number {
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 60) {
-    throw new InvalidArgumentError('expected seconds between 0 and 60');
-  }
-  return seconds;
 }
 
 // Claude Code pipes a JSON description of the session into the command; it is read and ignored (seed).

@@ -1,9 +1,9 @@
 import type { NeutralMessage } from '@guardian/compaction';
 
 import {
-  IMAGE_CHARS,
   isObject,
   jsonChars,
+  readParts,
   str,
   stripThinking,
   type FormatAdapter,
@@ -13,32 +13,8 @@ import {
   type RebuildPlan,
 } from './format-adapter';
 
-interface ContentRead {
-  text: string;
-  chars: number;
-  spillable: boolean;
-}
-
-function readContent(content: unknown): ContentRead {
-  if (typeof content === 'string') return { text: content, chars: content.length, spillable: true };
-  if (!Array.isArray(content)) return { text: '', chars: jsonChars(content), spillable: false };
-  const texts: string[] = [];
-  let chars = 0;
-  let others = 0;
-  for (const part of content) {
-    if (isObject(part) && part.type === 'text') {
-      texts.push(str(part.text));
-      chars += str(part.text).length;
-    } else if (isObject(part) && (part.type === 'image_url' || part.type === 'input_image')) {
-      others += 1;
-      chars += IMAGE_CHARS;
-    } else {
-      others += 1;
-      chars += jsonChars(part);
-    }
-  }
-  return { text: texts.join('\n'), chars, spillable: others === 0 && texts.length === 1 };
-}
+const CHAT_PARTS = { text: ['text'], image: ['image_url', 'input_image'] } as const;
+const readContent = (content: unknown) => readParts(content, CHAT_PARTS);
 
 /** OpenAI `/v1/chat/completions`. Summary placement: appended to the first system message (CONTRACTS §3). */
 export const chatAdapter: FormatAdapter = {

@@ -92,3 +92,37 @@ export function jsonChars(v: unknown): number {
 export function stripThinking(text: string): string {
   return text.replace(/<think>[\s\S]*?<\/think>/gi, '').trim();
 }
+
+/** Text, estimate characters and spillability of OpenAI-style content: a string or typed parts. */
+export interface PartsRead {
+  text: string;
+  chars: number;
+  /** Plain text only (a string, or exactly one text part): the big-paste spill may cut it. */
+  spillable: boolean;
+}
+
+/**
+ * Reads content that is a string or an array of typed parts (chat `text`/`image_url`, Responses
+ * `input_text`/`output_text`/`input_image`/`input_file`). Unknown parts count by their JSON size.
+ */
+export function readParts(
+  content: unknown,
+  kinds: { text: readonly string[]; image: readonly string[] },
+): PartsRead {
+  if (typeof content === 'string') return { text: content, chars: content.length, spillable: true };
+  if (!Array.isArray(content)) return { text: '', chars: jsonChars(content), spillable: false };
+  const texts: string[] = [];
+  let chars = 0;
+  let others = 0;
+  for (const part of content) {
+    const type = isObject(part) ? str(part.type) : '';
+    if (isObject(part) && kinds.text.includes(type)) {
+      texts.push(str(part.text));
+      chars += str(part.text).length;
+    } else {
+      others += 1;
+      chars += kinds.image.includes(type) ? IMAGE_CHARS : jsonChars(part);
+    }
+  }
+  return { text: texts.join('\n'), chars, spillable: others === 0 && texts.length === 1 };
+}

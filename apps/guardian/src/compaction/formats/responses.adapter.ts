@@ -1,8 +1,8 @@
 import type { NeutralMessage } from '@guardian/compaction';
 
 import {
-  IMAGE_CHARS,
   isObject,
+  readParts,
   jsonChars,
   str,
   stripThinking,
@@ -11,26 +11,11 @@ import {
   type ParsedConversation,
 } from './format-adapter';
 
-function readParts(content: unknown): { text: string; chars: number; spillable: boolean } {
-  if (typeof content === 'string') return { text: content, chars: content.length, spillable: true };
-  if (!Array.isArray(content)) return { text: '', chars: jsonChars(content), spillable: false };
-  const texts: string[] = [];
-  let chars = 0;
-  let others = 0;
-  for (const p of content) {
-    if (isObject(p) && (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text')) {
-      texts.push(str(p.text));
-      chars += str(p.text).length;
-    } else if (isObject(p) && (p.type === 'input_image' || p.type === 'input_file')) {
-      others += 1;
-      chars += IMAGE_CHARS;
-    } else {
-      others += 1;
-      chars += jsonChars(p);
-    }
-  }
-  return { text: texts.join('\n'), chars, spillable: others === 0 && texts.length === 1 };
-}
+const RESPONSES_PARTS = {
+  text: ['input_text', 'output_text', 'text'],
+  image: ['input_image', 'input_file'],
+} as const;
+const readItemParts = (content: unknown) => readParts(content, RESPONSES_PARTS);
 
 type ItemRead = Omit<NeutralMessage, 'digest'>;
 
@@ -46,7 +31,7 @@ const EMPTY: ItemRead = {
 };
 
 function messageItem(item: Json): ItemRead | undefined {
-  const parts = readParts(item.content);
+  const parts = readItemParts(item.content);
   const r = str(item.role);
   const role =
     r === 'system' || r === 'developer'
@@ -79,7 +64,7 @@ function readItem(item: Json): ItemRead | undefined {
   if (type === 'item_reference') return undefined;
   const callId = str(item.call_id);
   if (type.endsWith('_output')) {
-    const out = typeof item.output === 'string' ? item.output : readParts(item.output).text;
+    const out = typeof item.output === 'string' ? item.output : readItemParts(item.output).text;
     const chars = typeof item.output === 'string' ? out.length : jsonChars(item.output);
     return { ...EMPTY, role: 'tool', text: out, chars, resultIds: callId ? [callId] : [] };
   }

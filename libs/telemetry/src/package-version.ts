@@ -1,7 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-/** The package version from the nearest context-guardian package.json above this file (source and dist). */
+/**
+ * The package version (`guardian_build_info`, startup lines, the MCP server's identity), read from the nearest
+ * package.json named context-guardian above this file: the same in the source tree and in dist/.
+ */
 export function packageVersion(from = __dirname): string {
   let dir = from;
   for (let i = 0; i < 8; i++) {
