@@ -1,0 +1,79 @@
+import { ConfigError, GuardianConfig } from './guardian-config';
+
+const load = (env: Record<string, string>) =>
+  GuardianConfig.fromEnv(env, { version: 't', home: '/home/dev' });
+
+describe('GuardianConfig', () => {
+  it('takes the defaults CONTRACTS §7 lists', () => {
+    const c = load({});
+    expect(c.env).toMatchObject({
+      GUARDIAN_UPSTREAM_URL: 'http://127.0.0.1:8000/v1',
+      GUARDIAN_HOST: '127.0.0.1',
+      GUARDIAN_PORT: 8786,
+      GUARDIAN_COMPACT_THRESHOLD: 0.85,
+      GUARDIAN_RESERVE_OUTPUT: 8192,
+      GUARDIAN_KEEP_RECENT_FRACTION: 0.2,
+      GUARDIAN_CHARS_PER_TOKEN: 3.5,
+      GUARDIAN_TOKENIZE_TIMEOUT_MS: 300,
+      GUARDIAN_UPSTREAM_TIMEOUT: 600,
+      GUARDIAN_UPSTREAM_CONNECT_TIMEOUT: 10,
+      GUARDIAN_MAX_BODY_BYTES: 67108864,
+      GUARDIAN_KEEP_SPANS: 500,
+      GUARDIAN_MIN_SUMMARY_CHARS: 40,
+      GUARDIAN_MIN_TRANSCRIPT_CHARS: 80,
+      GUARDIAN_TOOL_ARG_CHARS: 300,
+      GUARDIAN_SUMMARY_MEMO: true,
+      GUARDIAN_PIN_MAX_CHARS: 1600,
+      GUARDIAN_DRY_RUN: false,
+      GUARDIAN_CAPTURE: 'off',
+      GUARDIAN_MAX_SESSIONS: 1024,
+      GUARDIAN_REDIS_PREFIX: 'guardian:',
+      GUARDIAN_REDIS_TIMEOUT_MS: 50,
+      GUARDIAN_MEMO_TTL: 604800,
+      GUARDIAN_MEMO_LOCK_WAIT_MS: 30000,
+      GUARDIAN_LOG_LEVEL: 'info',
+    });
+    expect(c.env.GUARDIAN_NUM_CTX).toBeUndefined();
+    expect(c.paths.spanDir).toBe('/home/dev/.local/share/context-guardian/spans');
+    expect(c.upstream).toMatchObject({ basePath: '/v1', origin: 'http://127.0.0.1:8000' });
+    expect(c.loopbackBind).toBe(true);
+  });
+
+  it.each([
+    ['GUARDIAN_PORT', 'eighty'],
+    ['GUARDIAN_COMPACT_THRESHOLD', '1.5'],
+    ['GUARDIAN_UPSTREAM_URL', 'ftp://example'],
+    ['GUARDIAN_NUM_CTX', '12.5'],
+    ['GUARDIAN_DRY_RUN', 'maybe'],
+    ['GUARDIAN_REDIS_URL', 'http://redis:6379'],
+    ['GUARDIAN_CAPTURE', 'everything'],
+  ])('refuses %s=%s with a message naming the variable', (name, value) => {
+    expect(() => load({ [name]: value })).toThrow(ConfigError);
+    expect(() => load({ [name]: value })).toThrow(new RegExp(`${name}=`));
+  });
+
+  it('warns when the reserve is not below the window (half the window is reserved instead)', () => {
+    const c = load({ GUARDIAN_NUM_CTX: '4096', GUARDIAN_RESERVE_OUTPUT: '8192' });
+    expect(c.warnings.join('\n')).toContain('GUARDIAN_RESERVE_OUTPUT');
+  });
+
+  it('maps an upstream mounted under a prefix and ignores variables that are not its own', () => {
+    const c = load({
+      GUARDIAN_UPSTREAM_URL: 'https://gw.internal/team-a/openai/v1/',
+      PATH: '/usr/bin',
+      HOME: '/x',
+    });
+    expect(c.upstream).toEqual({
+      base: new URL('https://gw.internal/team-a/openai/v1'),
+      basePath: '/team-a/openai/v1',
+      origin: 'https://gw.internal',
+    });
+  });
+
+  it('names the dashboard by the port actually bound, and a wildcard bind by loopback', () => {
+    expect(load({ GUARDIAN_HOST: '0.0.0.0' }).dashboardUrlFor(43210)).toBe(
+      'http://127.0.0.1:43210/guardian/health',
+    );
+    expect(load({ GUARDIAN_HOST: '0.0.0.0' }).loopbackBind).toBe(false);
+  });
+});
