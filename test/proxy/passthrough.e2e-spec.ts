@@ -292,3 +292,25 @@ describe('body limit', () => {
     expect(stack.stub.requests.at(-1)!.body.toString()).toBe('plain bytes');
   });
 });
+
+describe('guardian_requests_total', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+
+  it('counts guardian’s own endpoints as route "guardian" and forwarded paths as route "other"', async () => {
+    await raw(`${stack.guardian.url}/guardian/stats`);
+    await raw(`${stack.guardian.url}/guardian/usage?session=nobody`); // 404: refused
+    await raw(`${stack.guardian.url}/api/tags`);
+    const metrics = (await raw(`${stack.guardian.url}/metrics`)).text;
+    const count = (labels: string) =>
+      Number(new RegExp(`^guardian_requests_total\\{${labels}\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0);
+    expect(count('route="guardian",outcome="served"')).toBeGreaterThanOrEqual(1);
+    expect(count('route="guardian",outcome="refused"')).toBe(1);
+    expect(count('route="other",outcome="passthrough"')).toBe(1);
+  });
+});

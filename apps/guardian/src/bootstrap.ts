@@ -5,6 +5,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { MemoStore, RedisMemoStore } from '@guardian/memo';
+import { GuardianMetrics } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
 
 import { AppModule } from './app.module';
@@ -16,6 +17,13 @@ import type { GuardianLogger } from './observability/guardian-logger';
 
 /** Methods forwarded upstream (RFC 9110 §9 plus PATCH); CONNECT and TRACE are not proxied. */
 const PROXIED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+const OWN_ENDPOINTS = ['/healthz', '/readyz', '/metrics', '/favicon.ico'];
+
+function isOwnEndpoint(url: string): boolean {
+  const path = url.split('?', 1)[0] ?? '';
+  return path.startsWith('/guardian/') || OWN_ENDPOINTS.includes(path);
+}
 
 export interface RunningGuardian {
   app: NestFastifyApplication;
@@ -61,6 +69,14 @@ export async function startGuardian(
   // Nest controller, because this is the hot path and Nest's per-request pipeline (guards, pipes, interceptors:
   // none used here) costs ~10% of the sidecar's CPU per request (docs/BENCHMARKS.md). Guardian's own routes are
   // static and win over the wildcard.
+  // Guardian's own endpoints count as route "guardian" (the proxy path counts its own outcomes).
+  const metrics = app.get(GuardianMetrics);
+  fastify.addHook('onResponse', (req, reply, done) => {
+    if (isOwnEndpoint(req.url)) {
+      metrics.requests.inc({ route: 'guardian', outcome: reply.statusCode >= 400 ? 'refused' : 'served' });
+    }
+    done();
+  });
   const proxy = app.get(ProxyService);
   // Returning the reply tells Fastify the handler sent it (a streamed body may not have started yet).
   const forward = async (req: FastifyRequest, reply: FastifyReply) => {

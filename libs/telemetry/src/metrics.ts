@@ -16,6 +16,8 @@ export const REQUEST_OUTCOMES = [
   'refused',
   'upstream_error',
   'dry_run',
+  // guardian's own endpoints (/guardian/*, probes, /metrics) answered by guardian itself
+  'served',
 ] as const;
 /** Why a compaction ran: the budget was crossed, or the upstream rejected an overflow. */
 export const COMPACTION_REASONS = ['budget', 'overflow'] as const;
