@@ -42,6 +42,16 @@ export class CompactionService {
   ) {}
 
   async prepare(input: PrepareInput): Promise<Exchange> {
+    try {
+      return await this.prepareOrThrow(input);
+    } catch (err) {
+      // Whatever a strange body makes the parsing or planning do, the client's bytes still go upstream (CONTRACTS §2.1).
+      this.obs.failOpen('internal', 'prepare_exception', { route: input.route, reqId: input.reqId, err });
+      return new Exchange(this.exchangeDeps(), { input, adapter: ADAPTERS[input.route] ?? chatAdapter });
+    }
+  }
+
+  private async prepareOrThrow(input: PrepareInput): Promise<Exchange> {
     const adapter = ADAPTERS[input.route];
     const passthrough = (): Exchange =>
       new Exchange(this.exchangeDeps(), { input, adapter: adapter ?? chatAdapter });
