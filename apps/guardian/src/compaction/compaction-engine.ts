@@ -126,11 +126,20 @@ export class CompactionEngine {
       };
       this.obs.state.summariesReused += 1;
       this.obs.metrics.summariesReused.inc();
-    } else if (plan.action === 'compact') {
+    } else if (plan.action === 'compact' && this.worthSummarising(ctx, plan.from, plan.cut)) {
       stretch = await this.stretch(ctx, hashes, memo, plan.from, plan.cut);
     }
 
-    const built = await this.build(ctx, planInput, stretch?.entry);
+    let built = await this.build(ctx, planInput, stretch?.entry);
+    if (stretch && built.tokensAfter >= count.tokens) {
+      // The summary came out no smaller than what it replaced (a short stretch before a huge paste, as Codex and
+      // Qwen Code send on their first turn: docs/WORKS_WITH.md). Forwarding it would only grow the request; the
+      // spill alone may still help. The stretch stays archived and memoized.
+      const spillOnly = await this.build(ctx, planInput, undefined);
+      if (spillOnly.spilled === 0 || spillOnly.tokensAfter >= count.tokens) return unchanged;
+      stretch = undefined;
+      built = spillOnly;
+    }
     const outcome: Decision['outcome'] = stretch ? (stretch.calls > 0 ? 'compacted' : 'reused') : 'spilled';
     if (outcome === 'spilled' && built.spilled === 0) return unchanged; // nothing could help: forward as sent
     const decision: Decision = {
@@ -155,6 +164,20 @@ export class CompactionEngine {
       dryRun: false,
     });
     return decision;
+  }
+
+  /**
+   * A stretch shorter than GUARDIAN_MIN_TRANSCRIPT_CHARS is not summarised (the seed's rule); rather than fail open,
+   * the request goes on to the spill, which may still make it fit.
+   */
+  private worthSummarising(ctx: RequestContext, from: number, cut: number): boolean {
+    let chars = 0;
+    for (let i = from; i < cut; i++) {
+      const m = ctx.conv.messages[i];
+      if (m && m.role !== 'system')
+        chars += m.text.length + m.toolCalls.reduce((n, c) => n + c.args.length, 0);
+    }
+    return chars >= this.config.env.GUARDIAN_MIN_TRANSCRIPT_CHARS;
   }
 
   /** The memo entry for the longest known cut of this conversation, if any. */
