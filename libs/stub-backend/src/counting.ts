@@ -68,3 +68,23 @@ export function answerCountTokens(record: RecordedRequest): JsonAnswer {
   record.isSummary = isSummaryPrompt(prompt);
   return { status: 200, body: { input_tokens: record.promptTokens } };
 }
+
+/**
+ * llama.cpp `POST /apply-template` (tools/server README): `{messages}` -> `{prompt}`, the chat rendered with the
+ * model's template. The test model has none, so llama-server falls back to ChatML; so does the stub.
+ */
+export function answerApplyTemplate(record: RecordedRequest): JsonAnswer {
+  const body = record.json;
+  if (!isObj(body) || !Array.isArray(body.messages)) {
+    return { status: 400, body: badRequest('tokenize', '"messages" must be provided') };
+  }
+  const turns = body.messages.map((m) => {
+    const role = isObj(m) && typeof m.role === 'string' ? m.role : 'user';
+    const content =
+      isObj(m) && typeof m.content === 'string'
+        ? m.content
+        : JSON.stringify(isObj(m) ? (m.content ?? '') : m);
+    return `<|im_start|>${role}\n${content}<|im_end|>\n`;
+  });
+  return { status: 200, body: { prompt: `${turns.join('')}<|im_start|>assistant\n` } };
+}

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { answerCountTokens, answerTokenize, type JsonAnswer } from './counting';
+import { answerApplyTemplate, answerCountTokens, answerTokenize, type JsonAnswer } from './counting';
 import { discoveryAnswer } from './discovery';
 import { answerGeneration, type GenerationContext } from './generation';
 import { resolveOptions, StubError, type ResolvedOptions } from './stub-options';
@@ -172,6 +172,15 @@ class StubServer implements StubBackend {
       record.route = 'tokenize';
       if (options.tokenizeDelayMs > 0) await delay(options.tokenizeDelayMs);
       return this.sendJson(res, record, answerTokenize(record, options));
+    }
+    if (
+      record.method === 'POST' &&
+      pathname === '/apply-template' &&
+      options.tokenize &&
+      options.flavor === 'llamacpp'
+    ) {
+      record.route = 'tokenize';
+      return this.sendJson(res, record, answerApplyTemplate(record));
     }
     const ctx = { window: options.window, model: options.model };
     const discovered = discoveryAnswer(options.flavor, record.method, pathname, ctx);
