@@ -8,3 +8,4 @@ export * from './spill';
 export * from './summary-block';
 export * from './summary-prompt';
 export * from './types';
+export * from './checkpoint';

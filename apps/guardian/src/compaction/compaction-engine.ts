@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 
 import {
   capPins,
+  checkpointSummary,
   extractPins,
   largestSpillable,
   mergePins,
@@ -18,6 +19,7 @@ import {
   type PlanInput,
 } from '@guardian/compaction';
 import { MemoStore, type MemoEntry } from '@guardian/memo';
+import { logOnce } from '@guardian/telemetry';
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
@@ -26,7 +28,7 @@ import { fillDigests } from './formats/format-adapter';
 import { SessionTable } from './session-table';
 import { SpanRecorder } from './span-recorder';
 import { StretchArchiver } from './stretch-archiver';
-import { Summariser } from './summariser';
+import { SummariseError, Summariser, type SummaryResult } from './summariser';
 
 interface Built {
   body: Buffer;
@@ -246,7 +248,7 @@ export class CompactionEngine {
         evicted.push(i);
         lines.push(transcriptLine(m, i, { toolArgChars: env.GUARDIAN_TOOL_ARG_CHARS }));
       }
-      const result = await this.summariser.summarise({
+      const input = {
         adapter: ctx.adapter,
         model: conv.model,
         headers: ctx.auth,
@@ -257,7 +259,27 @@ export class CompactionEngine {
         counter: ctx.count.counter,
         signal: ctx.input.signal,
         route: conv.route,
-      });
+      };
+      let result: SummaryResult;
+      let checkpoint = false;
+      try {
+        result = await this.summariser.summarise(input);
+      } catch (err) {
+        // Outside overflow recovery a failed summary fails open. Inside it, the upstream has already refused the
+        // request as too long, so forwarding it unchanged is a certain failure: a checkpoint written without a model
+        // answers the client instead (ADR 0007). The checkpoint is not memoized: the next turn tries a real summary.
+        if (ctx.reason !== 'overflow' || !(err instanceof SummariseError)) throw err;
+        const evictedMessages = evicted.map((i) => conv.messages[i]).filter((m) => m !== undefined);
+        result = { summary: checkpointSummary(evictedMessages), calls: 0, chunked: false, retries: 0 };
+        checkpoint = true;
+        this.obs.state.summaryCheckpoints += 1;
+        logOnce(
+          this.obs.logger,
+          `summary_checkpoint:${err.code}`,
+          { code: err.code, route: conv.route, reqId: ctx.input.reqId },
+          'summariser failed during overflow recovery; a checkpoint without a model summary was forwarded (logged once per reason)',
+        );
+      }
       if (result.chunked) {
         this.obs.state.summariesChunked += 1;
         this.obs.metrics.summariesChunked.inc();
@@ -286,7 +308,7 @@ export class CompactionEngine {
         summaryTokens: tokensForChars(result.summary.length, ctx.count.counter),
         createdAt: new Date().toISOString(),
       };
-      if (env.GUARDIAN_SUMMARY_MEMO) await this.memo.put(ctx.session.hash, entry);
+      if (env.GUARDIAN_SUMMARY_MEMO && !checkpoint) await this.memo.put(ctx.session.hash, entry);
       return {
         entry,
         calls: result.calls,

@@ -31,6 +31,7 @@ export function buildStats(args: {
     summaries_reused: state.summariesReused,
     summaries_chunked: state.summariesChunked,
     summary_retries: state.summaryRetries,
+    summary_checkpoints: state.summaryCheckpoints,
     summariser_calls: state.summariserCalls,
     oversized_spills: state.oversizedSpills,
     compactions_with_pins: state.compactionsWithPins,

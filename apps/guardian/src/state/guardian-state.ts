@@ -46,6 +46,8 @@ export class GuardianState {
   summariesReused = 0;
   summariesChunked = 0;
   summaryRetries = 0;
+  /** Overflow recoveries that forwarded a checkpoint because the summariser failed (ADR 0007). */
+  summaryCheckpoints = 0;
   summariserCalls = 0;
   oversizedSpills = 0;
   compactionsWithPins = 0;
