@@ -15,45 +15,38 @@ const BASENAME = z
   .regex(/^[A-Za-z0-9._-]{1,200}$/)
   .refine((s) => s !== '.' && s !== '..');
 
+/** Fields every chain line carries, whatever its kind. */
+const LINE_BASE = {
+  v: z.literal(1),
+  seq: z.number().int().positive(),
+  prev: HEX64,
+  at: z.string(),
+  hash: HEX64,
+};
+
 /** The shape every chain line must have once its hash checks out (docs/ARCHIVE_FORMAT.md §"Chain lines"). */
 const ChainLineSchema = z.discriminatedUnion('kind', [
   z.looseObject({
-    v: z.literal(1),
-    seq: z.number().int().positive(),
-    prev: HEX64,
-    at: z.string(),
-    hash: HEX64,
+    ...LINE_BASE,
     kind: z.literal('span'),
     file: z.string().regex(SPAN_FILE),
     sha256: HEX64,
     size: z.number().int().nonnegative(),
   }),
   z.looseObject({
-    v: z.literal(1),
-    seq: z.number().int().positive(),
-    prev: HEX64,
-    at: z.string(),
-    hash: HEX64,
+    ...LINE_BASE,
     kind: z.literal('journal'),
     file: z.string().regex(JOURNAL_FILE),
     sha256: HEX64,
     size: z.number().int().nonnegative(),
   }),
   z.looseObject({
-    v: z.literal(1),
-    seq: z.number().int().positive(),
-    prev: HEX64,
-    at: z.string(),
-    hash: HEX64,
+    ...LINE_BASE,
     kind: z.literal('prune'),
     files: z.array(z.string().regex(SPAN_FILE)),
   }),
   z.looseObject({
-    v: z.literal(1),
-    seq: z.number().int().positive(),
-    prev: HEX64,
-    at: z.string(),
-    hash: HEX64,
+    ...LINE_BASE,
     kind: z.literal('repair'),
     action: z.enum(['sealed', 'quarantined', 'truncated']),
     file: BASENAME,
