@@ -90,10 +90,11 @@ describe('Host and Origin checks on a loopback bind', () => {
     },
   );
 
-  it('does not apply the check to the probes or /metrics (CONTRACTS §6 names /guardian/*)', async () => {
+  it('applies the check to the probes and /metrics too (CONTRACTS §6: every route on a loopback bind)', async () => {
     for (const path of ['/healthz', '/readyz', '/metrics']) {
       const res = await rawGet(`${url}${path}`, { host: 'evil.example', origin: 'http://evil.example' });
-      expect([path, res.status]).toEqual([path, 200]);
+      expect([path, res.status, codeOf(res.body)]).toEqual([path, 403, 'GUARDIAN_HOST_REFUSED']);
+      expect([path, (await rawGet(`${url}${path}`)).status]).toEqual([path, 200]);
     }
   });
 });

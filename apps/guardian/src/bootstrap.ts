@@ -12,6 +12,8 @@ import { AppModule } from './app.module';
 import { ProxyService } from './proxy/proxy.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
+import { HostGate } from './guardian-api/access.guard';
+import { apiStyleOf, errorBody, ownedRoute } from './http/api-style';
 import { keepRawBodies } from './http/raw-body';
 import type { GuardianLogger } from './observability/guardian-logger';
 
@@ -71,6 +73,19 @@ export async function startGuardian(
   // static and win over the wildcard.
   // Guardian's own endpoints count as route "guardian" (the proxy path counts its own outcomes).
   const metrics = app.get(GuardianMetrics);
+  // DNS rebinding (CONTRACTS §6): on a loopback bind every route checks Host and Origin before anything else runs,
+  // the proxied ones included; a refused request is never read, parsed or forwarded.
+  const gate = new HostGate(config);
+  fastify.addHook('onRequest', (req, reply, done) => {
+    const refusal = gate.verdict(req.method, req.headers);
+    if (!refusal) return done();
+    if (!isOwnEndpoint(req.url))
+      metrics.requests.inc({ route: ownedRoute(req.method, req.url) ?? 'other', outcome: 'refused' });
+    void reply
+      .status(refusal.status)
+      .header('content-type', 'application/json')
+      .send(errorBody(apiStyleOf(req.url, req.headers), refusal.status, refusal.code, refusal.message));
+  });
   fastify.addHook('onResponse', (req, reply, done) => {
     if (isOwnEndpoint(req.url)) {
       metrics.requests.inc({ route: 'guardian', outcome: reply.statusCode >= 400 ? 'refused' : 'served' });

@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 
 import { CanActivate, ExecutionContext, HttpException, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
@@ -29,31 +30,64 @@ function originHost(origin: string): string {
   }
 }
 
+/** Why a request is refused at the door: a 403 with a stable code (CONTRACTS §2.6, §6). */
+export interface Refusal {
+  status: 403;
+  code: 'GUARDIAN_HOST_REFUSED' | 'GUARDIAN_ORIGIN_REFUSED' | 'GUARDIAN_PREFLIGHT_REFUSED';
+  message: string;
+}
+
 /**
- * DNS rebinding defence (CONTRACTS §6): on a loopback bind, Host and Origin must name a loopback host (or one
- * of GUARDIAN_ALLOWED_HOSTS), so a page on another site that rebinds its name to 127.0.0.1 is refused.
- * Beyond loopback the tokens do that job and any Host is accepted.
+ * DNS rebinding defence (CONTRACTS §6): on a loopback bind, Host and Origin must name a loopback host (or one of
+ * GUARDIAN_ALLOWED_HOSTS) on EVERY route, the proxied `/v1/*` included, so a page on another site that rebinds its
+ * name to 127.0.0.1 can drive neither guardian nor the user's backend through it. A browser's CORS preflight is
+ * refused there as well: guardian grants no cross-origin access, and forwarding the preflight would let the
+ * upstream's own CORS answer grant it in guardian's name. Beyond loopback the tokens do that job and any Host is
+ * accepted. Built once; `verdict` runs on every request, so the allowed names are a prepared Set.
  */
+export class HostGate {
+  private readonly allowed: Set<string> | null;
+
+  constructor(config: GuardianConfig) {
+    this.allowed = config.loopbackBind
+      ? new Set([...LOOPBACK_HOSTS, ...config.allowedHosts.map(hostOnly)])
+      : null;
+  }
+
+  verdict(method: string, headers: IncomingHttpHeaders): Refusal | undefined {
+    const allowed = this.allowed;
+    if (allowed === null) return undefined;
+    if (!allowed.has(hostOnly(String(headers.host ?? ''))))
+      return { status: 403, code: 'GUARDIAN_HOST_REFUSED', message: 'Host not allowed on a loopback bind' };
+    const origin = headers.origin;
+    // `Origin: null` comes from privacy-sensitive contexts (RFC 6454 §7.3); it names no site to compare.
+    if (origin && origin !== 'null' && !allowed.has(hostOnly(originHost(origin))))
+      return {
+        status: 403,
+        code: 'GUARDIAN_ORIGIN_REFUSED',
+        message: 'Origin not allowed on a loopback bind',
+      };
+    // A preflight is an OPTIONS request carrying Access-Control-Request-Method (Fetch standard §3.2.2).
+    if (method === 'OPTIONS' && headers['access-control-request-method'] !== undefined)
+      return {
+        status: 403,
+        code: 'GUARDIAN_PREFLIGHT_REFUSED',
+        message: 'cross-origin requests from browsers are not accepted on a loopback bind',
+      };
+    return undefined;
+  }
+}
+
+/** Throws the gate's refusal as an HttpException, for the Nest guards (the error filter shapes the body). */
 export function checkHostAndOrigin(config: GuardianConfig, req: FastifyRequest): void {
-  if (!config.loopbackBind) return;
-  const allowed = new Set([...LOOPBACK_HOSTS, ...config.allowedHosts.map(hostOnly)]);
-  if (!allowed.has(hostOnly(String(req.headers.host ?? ''))))
-    throw new HttpException(
-      { code: 'GUARDIAN_HOST_REFUSED', message: 'Host not allowed on a loopback bind' },
-      403,
-    );
-  const origin = req.headers.origin;
-  // `Origin: null` comes from privacy-sensitive contexts (RFC 6454 §7.3); it names no site to compare.
-  if (origin && origin !== 'null' && !allowed.has(hostOnly(originHost(origin))))
-    throw new HttpException(
-      { code: 'GUARDIAN_ORIGIN_REFUSED', message: 'Origin not allowed on a loopback bind' },
-      403,
-    );
+  const refusal = new HostGate(config).verdict(req.method, req.headers);
+  if (refusal) throw new HttpException({ code: refusal.code, message: refusal.message }, refusal.status);
 }
 
 /**
  * Guards the dashboard page itself: Host and Origin only. The page carries no data (it fetches everything with
- * the token), so it must load without one in order to ask for it (issue 6 item 7).
+ * the token), so it must load without one in order to ask for it (issue 6 item 7). The gate in bootstrap has
+ * already run on every request; this repeats it so the controller is safe on its own.
  */
 @Injectable()
 export class PageGuard implements CanActivate {
