@@ -34,14 +34,14 @@ async function main(): Promise<void> {
   logger.info(
     {
       version: config.version,
-      upstream: config.upstream.base.href,
+      upstream: config.upstream.shown,
       window: window ?? 'detected per model',
       budget: budget ?? 'per model',
       keepRecent: keep,
       dashboard,
       replica: running.runtime.replica,
     },
-    `context-guardian ${config.version} on ${running.url} -> ${config.upstream.base.href}; window ${window ?? 'detected per model'}, budget ${budget ?? `${env.GUARDIAN_COMPACT_THRESHOLD} x window (min window - ${env.GUARDIAN_RESERVE_OUTPUT})`}, keep recent: ${keep}; dashboard ${dashboard}`,
+    `context-guardian ${config.version} on ${running.url} -> ${config.upstream.shown}; window ${window ?? 'detected per model'}, budget ${budget ?? `${env.GUARDIAN_COMPACT_THRESHOLD} x window (min window - ${env.GUARDIAN_RESERVE_OUTPUT})`}, keep recent: ${keep}; dashboard ${dashboard}`,
   );
 
   const shutdown = async (signal: string) => {

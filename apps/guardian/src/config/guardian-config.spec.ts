@@ -67,7 +67,22 @@ describe('GuardianConfig', () => {
       base: new URL('https://gw.internal/team-a/openai/v1'),
       basePath: '/team-a/openai/v1',
       origin: 'https://gw.internal',
+      shown: 'https://gw.internal/team-a/openai/v1',
     });
+  });
+
+  it('shows the upstream without the user:pass it may carry, and never echoes a secret in a boot error', () => {
+    const c = load({ GUARDIAN_UPSTREAM_URL: 'http://alice:s3cret@gw.internal:4000/v1' });
+    expect(c.upstream.shown).toBe('http://gw.internal:4000/v1');
+    expect(c.upstream.origin).not.toContain('s3cret');
+    const refusals: [string, string][] = [
+      ['GUARDIAN_UPSTREAM_URL', 'ftp://alice:s3cret@gw.internal/v1'],
+      ['GUARDIAN_REDIS_URL', 'http://:s3cret@redis:6379'],
+    ];
+    for (const [name, value] of refusals) {
+      expect(() => load({ [name]: value })).toThrow(new RegExp(`${name}="\\w+://\\*\\*\\*@`));
+      expect(() => load({ [name]: value })).not.toThrow(/s3cret/);
+    }
   });
 
   it('names the dashboard by the port actually bound, and a wildcard bind by loopback', () => {

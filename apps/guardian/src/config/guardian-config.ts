@@ -15,6 +15,28 @@ export interface UpstreamTarget {
   /** Path prefix of the base (`/v1`), used to map `/v1/<rest>` onto `<base>/<rest>`. */
   basePath: string;
   origin: string;
+  /** The base as logs and `/guardian/stats` show it: without the `user:pass@` a URL may carry (issue 12 defect 7). */
+  shown: string;
+}
+
+/** A URL without its credentials, as the Redis target is shown (libs/memo describeTarget). */
+export function withoutCredentials(url: URL): string {
+  if (url.username === '' && url.password === '') return url.href.replace(/\/+$/, '');
+  const bare = new URL(url.href);
+  bare.username = '';
+  bare.password = '';
+  return bare.href.replace(/\/+$/, '');
+}
+
+/** Variables whose value is a secret, or may carry one in its userinfo; a boot error never echoes them whole. */
+const SECRET_VALUED = /(_TOKEN|_PASSWORD|_KEY)$/;
+const URL_VALUED = /_URL$/;
+
+function shownValue(name: string, value: string | undefined): string {
+  if (value === undefined) return '""';
+  if (SECRET_VALUED.test(name)) return '"(hidden)"';
+  if (URL_VALUED.test(name)) return JSON.stringify(value.replace(/\/\/[^/@\s]*@/, '//***@'));
+  return JSON.stringify(value);
 }
 
 /**
@@ -39,7 +61,12 @@ export class GuardianConfig {
     this.env = env;
     this.version = version;
     const base = new URL(env.GUARDIAN_UPSTREAM_URL.replace(/\/+$/, ''));
-    this.upstream = { base, basePath: base.pathname.replace(/\/+$/, ''), origin: base.origin };
+    this.upstream = {
+      base,
+      basePath: base.pathname.replace(/\/+$/, ''),
+      origin: base.origin,
+      shown: withoutCredentials(base),
+    };
     this.paths = resolveGuardianPaths(raw, home);
     this.warnings.push(...this.paths.warnings);
     this.allowedHosts = (env.GUARDIAN_ALLOWED_HOSTS ?? '')
@@ -65,7 +92,7 @@ export class GuardianConfig {
     if (!parsed.success) {
       const lines = parsed.error.issues.map((i) => {
         const name = i.path.join('.') || '(environment)';
-        return `${name}=${JSON.stringify(picked[name] ?? '')}: ${i.message}`;
+        return `${name}=${shownValue(name, picked[name])}: ${i.message}`;
       });
       throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
     }

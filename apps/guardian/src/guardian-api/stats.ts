@@ -18,7 +18,7 @@ export function buildStats(args: {
   const window = last?.window ?? env.GUARDIAN_NUM_CTX ?? null;
   return {
     version: config.version,
-    upstream: config.upstream.base.href.replace(/\/+$/, ''),
+    upstream: config.upstream.shown,
     replica: args.replica,
     started_at: state.startedAt,
     num_ctx: window,
