@@ -146,17 +146,29 @@ export class ProxyService {
       return;
     }
 
-    if (exchange) {
-      exchange.observe(res, { overheadMs: preparedMs });
-      const status = res.status;
-      res.body.once('end', () => exchange.finish({ status }));
-      reply.raw.once('close', () => exchange.finish({ status }));
-    } else {
-      this.obs.metrics.requests.inc({ route: 'other', outcome: 'passthrough' });
-    }
-    reply.status(res.status).headers(responseHeadersForClient(res.headers));
+    // The answer ends one of three ways: whole ('end'), cut by the client ('close' first), or broken by the upstream
+    // after its status line ('error'). Only the last is an upstream error (issue 12 defect 8: it was counted as
+    // a success); the first of them decides, the others are ignored.
+    const status = res.status;
+    let settled = false;
+    const settle = (upstreamError: boolean): void => {
+      if (settled) return;
+      settled = true;
+      if (exchange) exchange.finish({ status, upstreamError });
+      else
+        this.obs.metrics.requests.inc({
+          route: 'other',
+          outcome: upstreamError ? 'upstream_error' : 'passthrough',
+        });
+    };
+    if (exchange) exchange.observe(res, { overheadMs: preparedMs });
+    res.body.once('end', () => settle(false));
+    reply.raw.once('close', () => settle(false));
+    reply.status(status).headers(responseHeadersForClient(res.headers));
     if (exchange) reply.headers(exchange.responseHeaders);
+    // Registered before reply.send, so this runs before Fastify's own handler destroys the response.
     res.body.once('error', (err: Error) => {
+      settle(true);
       this.obs.logger.warn({ reqId: req.id, err: err.message }, 'upstream body failed mid-stream');
       reply.raw.destroy(err);
     });
