@@ -1,5 +1,7 @@
 import 'reflect-metadata';
 
+import { mkdir } from 'node:fs/promises';
+
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -47,6 +49,14 @@ export async function startGuardian(
 ): Promise<RunningGuardian> {
   const runtime = new GuardianRuntime();
   const env = config.env;
+  // The span folder is made once at boot, so that /readyz's "missing" means it vanished later (the probe only
+  // looks). A volume that cannot take it now is not fatal: spans are deferred until it can (CONTRACTS §2.3).
+  await mkdir(config.paths.spanDir, { recursive: true, mode: 0o700 }).catch((err: unknown) =>
+    logger.warn(
+      { err: err instanceof Error ? err.message : String(err) },
+      'span folder could not be created at boot; spans are deferred until the volume takes them',
+    ),
+  );
   const adapter = new FastifyAdapter({
     bodyLimit: env.GUARDIAN_MAX_BODY_BYTES,
     // Clients and SDKs send a request id; reuse it in logs so a request can be followed across hops.

@@ -1,21 +1,30 @@
 import { constants } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { access, statfs } from 'node:fs/promises';
 
 import { Injectable } from '@nestjs/common';
 
 import { GuardianConfig } from '../config/guardian-config';
 
-/** Whether the span volume can be written, for /readyz to report (never to gate on). */
+/** Below this much free space a span (a compaction of a long stretch, a spilled paste) is not likely to fit. */
+export const FULL_BELOW_BYTES = 1024 * 1024;
+
+export type SpanVolumeState = 'writable' | 'full' | 'read-only' | 'missing';
+
+/**
+ * Whether the span volume can take a span, for /readyz to report (never to gate on, CONTRACTS §2.2). It only
+ * looks: it used to create the span folder, which hid a deleted volume behind "writable" (issue 12 defect 8).
+ * `missing` is also what a fresh install reports until the first span creates the folder.
+ */
 @Injectable()
 export class SpanVolumeProbe {
   constructor(private readonly config: GuardianConfig) {}
 
-  async check(): Promise<'writable' | 'read-only' | 'missing'> {
+  async check(): Promise<SpanVolumeState> {
     const dir = this.config.paths.spanDir;
     try {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
       await access(dir, constants.W_OK);
-      return 'writable';
+      const fs = await statfs(dir);
+      return fs.bavail * fs.bsize < FULL_BELOW_BYTES ? 'full' : 'writable';
     } catch (err) {
       // Reported, not raised: guardian defers spans on an unwritable volume (CONTRACTS §2.3).
       const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';

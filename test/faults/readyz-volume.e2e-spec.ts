@@ -1,0 +1,46 @@
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import { startStack, type Stack } from '../support/stack';
+import { mountTmpfs, type Tmpfs } from './support/tmpfs';
+
+// /readyz reports the span volume and never gates on it (CONTRACTS §2.2). It must report it truthfully: a full
+// volume is "full", not "writable", and the probe itself writes nothing: it used to re-create a deleted span
+// folder, which hid the deletion (issue 12 defect 8).
+
+describe('/readyz on a span volume that fills up, turns read-only and disappears', () => {
+  let volume: Tmpfs;
+  let stack: Stack;
+  const readyz = async () => {
+    const res = await fetch(`${stack.guardian.url}/readyz`);
+    return { http: res.status, ...((await res.json()) as { status: string; span_volume: string }) };
+  };
+
+  beforeAll(async () => {
+    volume = await mountTmpfs(2 * 1024 * 1024);
+    stack = await startStack({ env: { GUARDIAN_DATA_DIR: volume.dir } });
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await volume?.unmount();
+  });
+
+  it('says writable, then full, then read-only, then missing, and stays ready throughout', async () => {
+    expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'writable' });
+
+    await volume.fill();
+    expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'full' });
+    await volume.unfill();
+    expect(await readyz()).toMatchObject({ span_volume: 'writable' });
+
+    volume.readOnly();
+    expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'read-only' });
+    volume.readWrite();
+
+    await rm(join(volume.dir, 'spans'), { recursive: true });
+    expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'missing' });
+    // The probe looked; it did not put the folder back.
+    expect(existsSync(join(volume.dir, 'spans'))).toBe(false);
+  });
+});
