@@ -26,7 +26,7 @@ const OWN_ENDPOINTS = ['/healthz', '/readyz', '/metrics', '/favicon.ico'];
 
 function isOwnEndpoint(url: string): boolean {
   const path = url.split('?', 1)[0] ?? '';
-  return path.startsWith('/guardian/') || OWN_ENDPOINTS.includes(path);
+  return path === '/guardian' || path.startsWith('/guardian/') || OWN_ENDPOINTS.includes(path);
 }
 
 export interface RunningGuardian {
@@ -108,6 +108,17 @@ export async function startGuardian(
     await proxy.handle(req, reply);
     return reply;
   };
+  // `/guardian/*` is guardian's own namespace (CONTRACTS §5): a path there it does not serve (or a method it does not
+  // take) is its own 404, never the upstream's business. Its static routes win over this wildcard.
+  const notFound = async (req: FastifyRequest, reply: FastifyReply) =>
+    reply
+      .status(404)
+      .header('content-type', 'application/json')
+      .send(
+        errorBody(apiStyleOf(req.url, req.headers), 404, 'GUARDIAN_NOT_FOUND', 'no such guardian endpoint'),
+      );
+  fastify.route({ method: PROXIED_METHODS, url: '/guardian', handler: notFound, exposeHeadRoute: false });
+  fastify.route({ method: PROXIED_METHODS, url: '/guardian/*', handler: notFound, exposeHeadRoute: false });
   fastify.route({ method: PROXIED_METHODS, url: '/', handler: forward, exposeHeadRoute: false });
   fastify.route({ method: PROXIED_METHODS, url: '/*', handler: forward, exposeHeadRoute: false });
   await app.listen(opts.port ?? env.GUARDIAN_PORT, env.GUARDIAN_HOST);
