@@ -57,7 +57,24 @@ export class Observability implements OnApplicationBootstrap, OnModuleDestroy {
       this.logger,
       `fail_open:${stage}:${reason}`,
       { stage, reason, route: ctx.route, reqId: ctx.reqId, err },
-      'compaction failed open: the request goes upstream unchanged (logged once per stage and reason)',
+      `${failOpenMessage(stage, reason)} (logged once per stage and reason)`,
     );
   }
+}
+
+/** Side writes that happen after the request has gone on: their failure changes nothing for it. */
+const AFTER_FORWARD = new Set(['usage_write', 'log_write', 'receipt_write', 'journal_write']);
+
+/**
+ * What a fail-open did to the request, in words an operator can act on. Not every stage forwards the client's
+ * bytes: a span that cannot be written still lets the request go on compacted (CONTRACTS §2.3), and the line used to
+ * say "unchanged" there (issue 12 defect 8).
+ */
+export function failOpenMessage(stage: FailOpenStage, reason: string): string {
+  if (AFTER_FORWARD.has(reason))
+    return `a ${reason.replace('_', ' ')} failed after the request was forwarded; the request is not affected`;
+  if (stage === 'archive')
+    return 'a span could not be archived: the request goes upstream compacted and the span is deferred to a later turn';
+  if (stage === 'recovery') return "overflow recovery failed open: the client gets the upstream's own answer";
+  return 'compaction failed open: the request goes upstream unchanged';
 }
