@@ -19,6 +19,9 @@ import { buildStats } from './stats';
 /** The page is read once; `__CSP_NONCE__` is replaced per response so only its own inline script and style run. */
 const PAGE = readFileSync(join(__dirname, '..', 'observability', 'health-page.html'), 'utf8');
 
+/** Bytes a live-stream client may leave unread before guardian drops it (it reconnects and gets recent events). */
+const MAX_UNREAD_BYTES = 1024 * 1024;
+
 /** Guardian's own JSON endpoints and dashboard (CONTRACTS §5). Metadata only: no message text anywhere. */
 @Controller()
 export class GuardianController {
@@ -105,13 +108,17 @@ export class GuardianController {
     // Sent at once: without a first byte the headers wait in Node's buffer, and a client sees nothing until the
     // first event or keep-alive (WHATWG HTML, event stream format: `retry` sets the reconnection delay).
     raw.write('retry: 3000\n\n');
-    const send = (e: GuardianEvent) => raw.write(`event: ${e.kind}\ndata: ${JSON.stringify(e)}\n\n`);
+    // A client that stops reading (a laptop asleep) must not make guardian buffer events for it without bound.
+    const send = (e: GuardianEvent) => {
+      if (raw.writableLength > MAX_UNREAD_BYTES) raw.destroy();
+      else raw.write(`event: ${e.kind}\ndata: ${JSON.stringify(e)}\n\n`);
+    };
     for (const e of this.state.events) send(e);
     const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
-    this.state.live.on('event', send);
+    const unsubscribe = this.state.subscribe(send);
     raw.on('close', () => {
       clearInterval(keepAlive);
-      this.state.live.off('event', send);
+      unsubscribe();
     });
   }
 

@@ -40,6 +40,7 @@ export class SealMonitor {
   private interval: NodeJS.Timeout | undefined;
   private settleTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private unsubscribe: (() => void) | undefined;
   private readonly onEvent = (e: { kind: string }): void => {
     if (!WRITE_EVENTS.has(e.kind) || this.settleTimer || this.stopped) return;
     this.settleTimer = setTimeout(() => {
@@ -56,7 +57,7 @@ export class SealMonitor {
   }
 
   start(): void {
-    this.opts.state.live.on('event', this.onEvent);
+    this.unsubscribe = this.opts.state.subscribe(this.onEvent);
     this.interval = setInterval(() => void this.checkAll(), this.opts.intervalMs ?? 10 * 60_000);
     this.interval.unref();
     void this.checkAll();
@@ -65,7 +66,7 @@ export class SealMonitor {
   /** Stops the timers and waits for a check in progress, so nothing reads the archive after shutdown. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.opts.state.live.off('event', this.onEvent);
+    this.unsubscribe?.();
     clearInterval(this.interval);
     clearTimeout(this.settleTimer);
     await this.queue;

@@ -1,5 +1,3 @@
-import { EventEmitter } from 'node:events';
-
 import { Injectable } from '@nestjs/common';
 
 import type { FailOpenStage } from '@guardian/telemetry';
@@ -38,7 +36,9 @@ export class GuardianState {
   static readonly MAX_EVENTS = 200;
   readonly startedAt = new Date().toISOString();
   readonly events: GuardianEvent[] = [];
-  readonly live = new EventEmitter();
+  /** Live listeners (dashboard streams): a plain Set, since one per open dashboard may be many more than
+   * EventEmitter's leak warning allows (issue 12 defect 8). */
+  private readonly listeners = new Set<(e: GuardianEvent) => void>();
   readonly windows = new Map<string, WindowInfo>();
   lastModel: string | undefined;
 
@@ -74,14 +74,16 @@ export class GuardianState {
   sealStatus: 'ok' | 'broken' | 'unknown' = 'unknown';
   sealCheckedAt: string | null = null;
 
-  constructor() {
-    this.live.setMaxListeners(100);
-  }
-
   emit(event: Omit<GuardianEvent, 'at'> & { at?: string }): void {
     const e = { ...event, at: event.at ?? new Date().toISOString() } as GuardianEvent;
     this.events.push(e);
     if (this.events.length > GuardianState.MAX_EVENTS) this.events.shift();
-    this.live.emit('event', e);
+    for (const listener of this.listeners) listener(e);
+  }
+
+  /** Calls `listener` with every event from now on; returns the function that stops it. */
+  subscribe(listener: (e: GuardianEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 }
