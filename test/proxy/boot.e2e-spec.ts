@@ -1,5 +1,7 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 const MAIN = join(__dirname, '..', '..', 'dist', 'apps', 'guardian', 'src', 'main.js');
@@ -15,5 +17,31 @@ describe('booting the built sidecar', () => {
     });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('context-guardian: invalid configuration: GUARDIAN_COMPACT_THRESHOLD="lots"');
+  });
+
+  it('says in one line that the port is taken, without a stack (exit 1)', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as { port: number }).port;
+    const dataDir = mkdtempSync(join(tmpdir(), 'cg-boot-'));
+    try {
+      const child = spawn(process.execPath, [MAIN], {
+        env: {
+          PATH: process.env.PATH,
+          GUARDIAN_PORT: String(port),
+          GUARDIAN_DATA_DIR: dataDir,
+        },
+      });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code).toBe(1);
+      expect(stderr).toBe(
+        `context-guardian: cannot listen on 127.0.0.1:${port}: the address is in use; set GUARDIAN_PORT to a free port or stop what holds it\n`,
+      );
+    } finally {
+      blocker.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

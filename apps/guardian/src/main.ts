@@ -1,7 +1,7 @@
 import { computeBudget } from '@guardian/compaction';
 import { createLogger, packageVersion, startOtelSdk } from '@guardian/telemetry';
 
-import { startGuardian } from './bootstrap';
+import { startGuardian, type RunningGuardian } from './bootstrap';
 import { ConfigError, GuardianConfig } from './config/guardian-config';
 
 /** Boots the sidecar from the environment; exits 1 with a clear message when the configuration is invalid. */
@@ -20,7 +20,18 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: env.GUARDIAN_LOG_LEVEL, name: 'context-guardian' });
   for (const w of config.warnings) logger.warn({}, w);
   const otel = await startOtelSdk(process.env);
-  const running = await startGuardian(config, logger);
+  let running: RunningGuardian;
+  try {
+    running = await startGuardian(config, logger);
+  } catch (err) {
+    const why = listenFailure(err);
+    if (why === undefined) throw err;
+    // One line an operator can act on, not a stack (issue 12 defect 8).
+    process.stderr.write(
+      `context-guardian: cannot listen on ${env.GUARDIAN_HOST}:${env.GUARDIAN_PORT}: ${why}\n`,
+    );
+    process.exit(1);
+  }
   const dashboard = config.dashboardUrlFor(Number(new URL(running.url).port));
 
   const window = env.GUARDIAN_NUM_CTX;
@@ -52,6 +63,17 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** Why the bind failed, in words, for the errors an operator causes by configuration; else undefined. */
+function listenFailure(err: unknown): string | undefined {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  if (code === 'EADDRINUSE')
+    return 'the address is in use; set GUARDIAN_PORT to a free port or stop what holds it';
+  if (code === 'EACCES')
+    return 'permission denied; ports below 1024 need privileges, choose another GUARDIAN_PORT';
+  if (code === 'EADDRNOTAVAIL') return 'no such address on this machine; check GUARDIAN_HOST';
+  return undefined;
 }
 
 void main();
