@@ -1,3 +1,5 @@
+import { access } from 'node:fs/promises';
+
 import { ArchiveWriter, type SpanInput, type SpanRef } from './archive-writer';
 import { ArchiveError } from './archive-error';
 import { assertRunId } from './archive-paths';
@@ -28,6 +30,18 @@ export interface SealedArchiveOptions {
 
 const TWO_MB = 2 * 1024 * 1024;
 
+/** True when the run's folder is no longer there (its writer cannot go on in it). */
+async function runVanished(writer: RunWriter): Promise<boolean> {
+  try {
+    await access(writer.dir);
+    return false;
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return true;
+    // Cannot tell (a volume gone unreadable): the write failure stands as it is.
+    return false;
+  }
+}
+
 function utcStamp(date: Date): string {
   const iso = date.toISOString(); // 2026-10-30T14:30:12.000Z
   return `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}-${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
@@ -40,6 +54,8 @@ function utcStamp(date: Date): string {
  */
 export class SealedArchive extends ArchiveWriter {
   private readonly runs = new Map<string, Promise<RunWriter>>();
+  /** Names of runs that vanished under this process: never used again, since an anchor file may still name them. */
+  private readonly vanished = new Set<string>();
   private readonly now: () => Date;
   private readonly crash: ArmedCrash | null;
   private spanWrites = 0;
@@ -53,13 +69,7 @@ export class SealedArchive extends ArchiveWriter {
 
   override async write(input: SpanInput): Promise<SpanRef> {
     this.spanWrites += 1;
-    const writer = await this.writerFor(input.sessionHash, input.ownerHash ?? null);
-    try {
-      return await writer.writeSpan(input);
-    } catch (cause) {
-      this.retireIfTorn(input.sessionHash, writer);
-      throw new ArchiveError('ARCHIVE_WRITE_FAILED', `span not written to run ${writer.run}`, { cause });
-    }
+    return this.withWriter(input.sessionHash, input.ownerHash ?? null, 'span', (w) => w.writeSpan(input));
   }
 
   /** Appends messages to the session's capture journal (used by CaptureJournal). */
@@ -68,13 +78,9 @@ export class SealedArchive extends ArchiveWriter {
     ownerHash?: string;
     entries: { at: Date; message: unknown }[];
   }): Promise<void> {
-    const writer = await this.writerFor(input.sessionHash, input.ownerHash ?? null);
-    try {
-      await writer.appendJournal(input.entries);
-    } catch (cause) {
-      this.retireIfTorn(input.sessionHash, writer);
-      throw new ArchiveError('ARCHIVE_WRITE_FAILED', `journal not written to run ${writer.run}`, { cause });
-    }
+    await this.withWriter(input.sessionHash, input.ownerHash ?? null, 'journal', (w) =>
+      w.appendJournal(input.entries),
+    );
   }
 
   /** The run this process writes for a session, if it has written one. */
@@ -91,9 +97,32 @@ export class SealedArchive extends ArchiveWriter {
     }
   }
 
-  private retireIfTorn(sessionHash: string, writer: RunWriter): void {
-    // A torn run is never written again; the next write opens a fresh run (CONTRACTS §4, --repair).
-    if (writer.poisoned) this.runs.delete(sessionHash);
+  /**
+   * Runs one write on the session's run. A run whose folder has vanished (the data folder deleted, `--prune`
+   * removing an idle run this process still had open) is replaced by a new run and the write is tried there once:
+   * a cached writer would otherwise fail with ENOENT until a restart (issue 12 defect 2).
+   */
+  private async withWriter<T>(
+    sessionHash: string,
+    ownerHash: string | null,
+    what: 'span' | 'journal',
+    write: (writer: RunWriter) => Promise<T>,
+  ): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      const pending = this.writerFor(sessionHash, ownerHash);
+      const writer = await pending;
+      try {
+        return await write(writer);
+      } catch (cause) {
+        const vanished = await runVanished(writer);
+        if (vanished) this.vanished.add(writer.run);
+        // A torn run is never written again; the next write opens a fresh run (CONTRACTS §4, --repair).
+        if ((vanished || writer.poisoned) && this.runs.get(sessionHash) === pending)
+          this.runs.delete(sessionHash);
+        if (vanished && attempt === 1) continue;
+        throw new ArchiveError('ARCHIVE_WRITE_FAILED', `${what} not written to run ${writer.run}`, { cause });
+      }
+    }
   }
 
   private writerFor(sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
@@ -102,7 +131,10 @@ export class SealedArchive extends ArchiveWriter {
       writer = this.openRun(sessionHash, ownerHash);
       this.runs.set(sessionHash, writer);
       // A run that could not be created (full volume) is retried by the next write.
-      writer.catch(() => this.runs.delete(sessionHash));
+      const opening = writer;
+      opening.catch(() => {
+        if (this.runs.get(sessionHash) === opening) this.runs.delete(sessionHash);
+      });
     }
     return writer;
   }
@@ -119,6 +151,7 @@ export class SealedArchive extends ArchiveWriter {
     }
     for (let attempt = 1; ; attempt += 1) {
       const run = assertRunId(attempt === 1 ? base : `${base}-${attempt}`);
+      if (this.vanished.has(run)) continue;
       try {
         return await RunWriter.create(
           {
