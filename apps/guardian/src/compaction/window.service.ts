@@ -8,14 +8,49 @@ import { GuardianState, type WindowInfo } from '../state/guardian-state';
 /** The seed's default window when nothing says otherwise (CONTRACTS §3). */
 export const DEFAULT_WINDOW = 32768;
 
+/** Longest model name guardian keeps state for or asks the upstream about; longer ones get the default window. */
+export const MAX_MODEL_NAME_CHARS = 256;
+
+/**
+ * Window discovery calls the upstream (up to five endpoints) for every model name it has not seen, and names are the
+ * client's to choose: a burst of DISCOVERY_BURST, then DISCOVERY_PER_MINUTE (issue 12 defect 6). A name that finds
+ * the budget empty gets the default window for that request, and is detected on a later one.
+ */
+const DISCOVERY_BURST = 16;
+const DISCOVERY_PER_MINUTE = 16;
+
+/** A token bucket: `take()` is true while discoveries are within the budget. */
+class DiscoveryBudget {
+  private tokens = DISCOVERY_BURST;
+  private last = Date.now();
+
+  take(): boolean {
+    const now = Date.now();
+    this.tokens = Math.min(
+      DISCOVERY_BURST,
+      this.tokens + ((now - this.last) / 60_000) * DISCOVERY_PER_MINUTE,
+    );
+    this.last = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+/** True for a model name guardian keeps per-model state for (window, calibration). */
+export function trackableModel(model: string): boolean {
+  return model.length <= MAX_MODEL_NAME_CHARS;
+}
+
 /**
  * The context window per model (CONTRACTS §3): GUARDIAN_NUM_CTX wins; else detected from the upstream on the first
- * request for that model and cached (one probe at a time per model); else the default. An overflow answer that
- * names a smaller window lowers it (`learned`).
+ * request for that model and cached (one probe at a time per model, rate-limited across models); else the default.
+ * An overflow answer that names a smaller window lowers it (`learned`). The cache is bounded (GuardianState).
  */
 @Injectable()
 export class WindowService {
   private readonly pending = new Map<string, Promise<WindowInfo>>();
+  private readonly budget = new DiscoveryBudget();
 
   constructor(
     private readonly config: GuardianConfig,
@@ -25,7 +60,13 @@ export class WindowService {
 
   async windowFor(model: string, headers: HeaderMap): Promise<WindowInfo> {
     const fixed = this.config.env.GUARDIAN_NUM_CTX;
-    const known = this.state.windows.get(model);
+    if (!trackableModel(model)) {
+      // Neither remembered nor asked about: such a name would only grow state and cost upstream calls.
+      return fixed !== undefined
+        ? { window: fixed, source: 'env' }
+        : { window: DEFAULT_WINDOW, source: 'default' };
+    }
+    const known = this.state.windowOf(model);
     if (fixed !== undefined) {
       // A configured window wins, unless the upstream has since proven it smaller (an overflow answer).
       if (known && known.source === 'learned:overflow' && known.window < fixed) return known;
@@ -34,6 +75,7 @@ export class WindowService {
     if (known) return known;
     let p = this.pending.get(model);
     if (!p) {
+      if (!this.budget.take()) return { window: DEFAULT_WINDOW, source: 'default' };
       p = this.detect(model, headers).finally(() => this.pending.delete(model));
       this.pending.set(model, p);
     }
@@ -42,7 +84,8 @@ export class WindowService {
 
   /** The upstream said the window is smaller than we thought: believe it from now on. */
   learn(model: string, window: number): void {
-    const known = this.state.windows.get(model);
+    if (!trackableModel(model)) return;
+    const known = this.state.windowOf(model);
     if (!known || window < known.window) this.remember(model, { window, source: 'learned:overflow' });
   }
 
@@ -51,6 +94,7 @@ export class WindowService {
    * numbers (Ollama's) still means the window is smaller than believed, and Ollama's `/api/ps` says how small.
    */
   async probe(model: string, headers: HeaderMap): Promise<WindowInfo | undefined> {
+    if (!trackableModel(model) || !this.budget.take()) return undefined;
     const found = await this.discover(model, headers);
     return found ? { window: found.window, source: `detected:${found.backend}` } : undefined;
   }
@@ -75,8 +119,7 @@ export class WindowService {
   }
 
   private remember(model: string, info: WindowInfo): WindowInfo {
-    this.state.windows.set(model, info);
-    this.state.lastModel = model;
+    this.state.rememberWindow(model, info);
     return info;
   }
 }

@@ -51,7 +51,8 @@ export function buildStats(args: {
     seal_checked_at: state.sealCheckedAt,
     sessions: args.sessions.map((s) => ({
       session: s.session.slice(0, 8),
-      model: s.model,
+      // The model name is the client's to choose; the stats body stays small whatever it sent.
+      model: s.model.length > 256 ? `${s.model.slice(0, 256)}…` : s.model,
       window: s.window,
       used: s.used_after_compaction,
       pct: s.pct,

@@ -34,11 +34,16 @@ export interface WindowInfo {
 @Injectable()
 export class GuardianState {
   static readonly MAX_EVENTS = 200;
+  /** Models whose window is remembered; a deployment serves a handful, a client cycling names must not grow this. */
+  static readonly MAX_MODELS = 256;
+  /** Longest string an event keeps (a model name is the client's to choose, and events are held in memory). */
+  static readonly MAX_EVENT_STRING = 256;
   readonly startedAt = new Date().toISOString();
   readonly events: GuardianEvent[] = [];
   /** Live listeners (dashboard streams): a plain Set, since one per open dashboard may be many more than
    * EventEmitter's leak warning allows (issue 12 defect 8). */
   private readonly listeners = new Set<(e: GuardianEvent) => void>();
+  /** Windows per model, most recently used last; bounded by {@link GuardianState.MAX_MODELS} (issue 12 defect 6). */
   readonly windows = new Map<string, WindowInfo>();
   lastModel: string | undefined;
 
@@ -74,8 +79,32 @@ export class GuardianState {
   sealStatus: 'ok' | 'broken' | 'unknown' = 'unknown';
   sealCheckedAt: string | null = null;
 
+  /** The model's window, marked as just used. */
+  windowOf(model: string): WindowInfo | undefined {
+    const info = this.windows.get(model);
+    if (info !== undefined) {
+      this.windows.delete(model);
+      this.windows.set(model, info);
+    }
+    return info;
+  }
+
+  /** Remembers a model's window, forgetting the least recently used model beyond MAX_MODELS. */
+  rememberWindow(model: string, info: WindowInfo): void {
+    this.windows.delete(model);
+    this.windows.set(model, info);
+    this.lastModel = model;
+    for (const oldest of this.windows.keys()) {
+      if (this.windows.size <= GuardianState.MAX_MODELS) break;
+      this.windows.delete(oldest);
+    }
+  }
+
   emit(event: Omit<GuardianEvent, 'at'> & { at?: string }): void {
     const e = { ...event, at: event.at ?? new Date().toISOString() } as GuardianEvent;
+    for (const [key, value] of Object.entries(e))
+      if (typeof value === 'string' && value.length > GuardianState.MAX_EVENT_STRING)
+        e[key] = `${value.slice(0, GuardianState.MAX_EVENT_STRING)}…`;
     this.events.push(e);
     if (this.events.length > GuardianState.MAX_EVENTS) this.events.shift();
     for (const listener of this.listeners) listener(e);
