@@ -6,6 +6,7 @@ import { tokenizeCount, UpstreamClient, type HeaderMap } from '@guardian/upstrea
 import { GuardianConfig } from '../config/guardian-config';
 import { countExactly } from './formats/exact-count';
 import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
+import { trackableModel } from './window.service';
 
 export type CountSource = 'tokenize' | 'calibrated' | 'estimate';
 
@@ -16,6 +17,9 @@ export interface RequestCount {
   source: CountSource;
   counter: Counter;
 }
+
+/** Models calibrated at once; names are the client's to choose, so the map is bounded (issue 12 defect 6). */
+const MAX_CALIBRATED_MODELS = 256;
 
 /** An estimate this close to the budget (either side) is worth an exact count. */
 const NEAR_BUDGET = 0.15;
@@ -101,10 +105,14 @@ export class RequestCounter {
 
   /** One usage sample: the upstream's prompt tokens for a request whose raw estimate was `rawEstimate`. */
   observe(model: string, promptTokens: number, rawEstimate: number): void {
+    if (!trackableModel(model)) return;
     let cal = this.calibrations.get(model);
     if (!cal) {
       cal = new Calibration();
       this.calibrations.set(model, cal);
+      const oldest = this.calibrations.keys().next();
+      if (this.calibrations.size > MAX_CALIBRATED_MODELS && oldest.done !== true)
+        this.calibrations.delete(oldest.value);
     }
     cal.observe(promptTokens, rawEstimate);
   }
