@@ -5,7 +5,8 @@ export type ArchiveErrorCode =
   | 'ARCHIVE_NOT_FOUND'
   | 'ARCHIVE_WRITE_FAILED'
   | 'ARCHIVE_CHAIN_BROKEN'
-  | 'ARCHIVE_BAD_OPTION';
+  | 'ARCHIVE_BAD_OPTION'
+  | 'ARCHIVE_ABORTED';
 
 /** An archive failure with a stable `code`; the CLI maps codes to exit codes, the sidecar to HTTP statuses. */
 export class ArchiveError extends Error {

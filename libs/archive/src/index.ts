@@ -8,7 +8,12 @@ export {
   type GuardianPaths,
 } from './archive-paths';
 export { canonicalJson, sha256Hex, type JsonValue } from './canonical-json';
-export { SealedArchive, type ArchiveWarning, type SealedArchiveOptions } from './sealed-archive';
+export {
+  SealedArchive,
+  type ArchiveWarning,
+  type SealedArchiveOptions,
+  type SealedHead,
+} from './sealed-archive';
 export { CaptureJournal, type CaptureJournalOptions } from './capture-journal';
 export { CompactionLog, type CompactionLogInput, type CompactionLogLine } from './compaction-log';
 export { Receipts, type ReceiptCounts } from './receipts';
@@ -31,6 +36,7 @@ export {
   type VerifyOptions,
 } from './verify';
 export type { ChainHead } from './chain-reader';
+export { verifyIncrement, type IncrementVerdict, type VerifyCursor } from './verify-increment';
 export { pruneRuns, reindex, repairRun, sealExisting, type RepairAction } from './maintenance';
 export {
   parseAge,

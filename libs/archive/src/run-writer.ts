@@ -34,6 +34,19 @@ export interface RunWriterOptions {
   /** Returns true when the test-only crash point should fire now. */
   crashAt: (point: CrashPoint) => boolean;
   onWarning: (warning: ArchiveWarning) => void;
+  /** Told the run's new head after every chain line lands (the seal monitor verifies up to it, never past). */
+  onSealed?: (head: SealedHead) => void;
+}
+
+/**
+ * How far a run's chain is sealed: every line up to `seq` is in chain.jsonl (its first `bytes` bytes), fsynced, and
+ * the files those lines name were in place before them. A reader that stops there never meets a write in flight.
+ */
+export interface SealedHead {
+  run: string;
+  seq: number;
+  head: string;
+  bytes: number;
 }
 
 type NewLine = Omit<ChainBody, 'v' | 'seq' | 'prev' | 'at'>;
@@ -48,6 +61,7 @@ export class RunWriter {
   private queue: Promise<unknown> = Promise.resolve();
   private seq = 0;
   private prev = GENESIS_PREV;
+  private chainBytes = 0;
   private nextSpan = 1;
   private readonly live: string[] = [];
   private nextSegment = 1;
@@ -196,6 +210,8 @@ export class RunWriter {
     await appendDurable(target, text);
     this.seq = line.seq;
     this.prev = line.hash;
+    this.chainBytes += Buffer.byteLength(text);
+    this.opts.onSealed?.({ run: this.opts.run, seq: this.seq, head: this.prev, bytes: this.chainBytes });
     const anchorDir = this.opts.anchorDir;
     if (anchorDir !== null) {
       await this.derived('ARCHIVE_ANCHOR_FAILED', async () => {

@@ -4,9 +4,9 @@ import { ArchiveWriter, type SpanInput, type SpanRef } from './archive-writer';
 import { ArchiveError } from './archive-error';
 import { assertRunId } from './archive-paths';
 import { ensureDir, isErrno, parseCrashPoint, type ArmedCrash, type CrashPoint } from './durable-fs';
-import { RunWriter, type ArchiveWarning } from './run-writer';
+import { RunWriter, type ArchiveWarning, type SealedHead } from './run-writer';
 
-export type { ArchiveWarning } from './run-writer';
+export type { ArchiveWarning, SealedHead } from './run-writer';
 
 /** Options of the sealed span writer. */
 export interface SealedArchiveOptions {
@@ -54,6 +54,8 @@ function utcStamp(date: Date): string {
  */
 export class SealedArchive extends ArchiveWriter {
   private readonly runs = new Map<string, Promise<RunWriter>>();
+  /** Runs whose chain grew since the last takeSealed(), with their newest sealed head. */
+  private readonly sealed = new Map<string, SealedHead>();
   /** Names of runs that vanished under this process: never used again, since an anchor file may still name them. */
   private readonly vanished = new Set<string>();
   private readonly now: () => Date;
@@ -81,6 +83,16 @@ export class SealedArchive extends ArchiveWriter {
     await this.withWriter(input.sessionHash, input.ownerHash ?? null, 'journal', (w) =>
       w.appendJournal(input.entries),
     );
+  }
+
+  /**
+   * The runs this process sealed new chain lines in since the last call, each with its newest head; then forgets
+   * them. The seal monitor verifies exactly that much (issue 12 defect 3): no run without news, no write in flight.
+   */
+  takeSealed(): SealedHead[] {
+    const out = [...this.sealed.values()];
+    this.sealed.clear();
+    return out;
   }
 
   /** The run this process writes for a session, if it has written one. */
@@ -163,6 +175,7 @@ export class SealedArchive extends ArchiveWriter {
             now: this.now,
             crashAt: (point) => this.crashAt(point),
             onWarning: this.opts.onWarning ?? (() => undefined),
+            onSealed: (head) => this.sealed.set(head.run, head),
           },
           { sessionHash, ownerHash, replica: this.opts.replica },
         );

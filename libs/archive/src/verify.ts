@@ -2,14 +2,13 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 
-import { z } from 'zod';
-
+import { checkAnchor } from './anchor-check';
+import { ArchiveError } from './archive-error';
 import { JOURNAL_FILE, SPAN_FILE, TEMP_FILE, assertRunId, runDir } from './archive-paths';
 import { runFiles, runIds } from './archive-reader';
 import type { ChainLine } from './chain-line';
 import { headOf, readChain, type ChainHead, type ReadChain } from './chain-reader';
 import { isErrno } from './durable-fs';
-import { readJsonl } from './jsonl';
 
 /** The kinds of break --verify names (seed "Prove it"; docs/ARCHIVE_FORMAT.md §"Verification"). */
 export type BreakKind =
@@ -48,9 +47,13 @@ export interface VerifyOptions {
   anchorDir?: string | null;
   run?: string;
   onProgress?: (done: number, total: number) => void;
+  /** Stops the verify between runs and between lines with ARCHIVE_ABORTED (a shutdown must not wait for it). */
+  signal?: AbortSignal;
 }
 
-const AnchorLineSchema = z.object({ seq: z.number().int().positive(), head: z.string() });
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true) throw new ArchiveError('ARCHIVE_ABORTED', 'verify stopped before it ended');
+}
 
 async function hashFile(file: string): Promise<{ sha256: string; size: number } | null> {
   try {
@@ -76,6 +79,7 @@ class RunCheck {
   constructor(
     private readonly dir: string,
     private readonly chain: ReadChain,
+    private readonly signal: AbortSignal | undefined,
   ) {}
 
   /** Walks the lines in order; the first problem found is the break. */
@@ -87,6 +91,7 @@ class RunCheck {
     const seenPrev = new Set<string>();
     let prev = '0'.repeat(64);
     for (const entry of this.chain.lines) {
+      throwIfAborted(this.signal);
       if (!entry.ok)
         return {
           kind: 'entry-edited',
@@ -187,58 +192,18 @@ class RunCheck {
   }
 }
 
-async function checkAnchor(
-  anchorDir: string,
-  run: string,
-  chain: ReadChain,
-): Promise<{ anchored: boolean; broken: ChainBreak | null }> {
-  const file = path.join(anchorDir, `${run}.jsonl`);
-  let text: string;
-  try {
-    text = await fsp.readFile(file, 'utf8');
-  } catch (err) {
-    if (isErrno(err, 'ENOENT')) return { anchored: false, broken: null };
-    throw err;
-  }
-  // A last line without newline is an anchor append cut by a crash; the chain line it copied is intact.
-  const complete = text.slice(0, text.lastIndexOf('\n') + 1);
-  const { rows, skipped } = await readJsonl(file, AnchorLineSchema);
-  if (skipped > (complete === text ? 0 : 1)) {
-    return {
-      anchored: true,
-      broken: {
-        kind: 'anchor-mismatch',
-        seq: null,
-        file: null,
-        detail: 'the anchor file has unreadable lines',
-      },
-    };
-  }
-  for (const row of rows) {
-    const entry = chain.lines[row.seq - 1];
-    const hash = entry?.ok === true ? entry.line.hash : undefined;
-    if (hash !== row.head) {
-      const detail =
-        hash === undefined
-          ? `the chain has no line ${row.seq}, which the anchor recorded`
-          : `chain line ${row.seq} is not the head the anchor recorded`;
-      return { anchored: true, broken: { kind: 'anchor-mismatch', seq: row.seq, file: null, detail } };
-    }
-  }
-  return { anchored: true, broken: null };
-}
-
 /** Verifies one run: chain lines, sealed files, anchor, torn tail, unsealed files, in that order. */
 export async function verifyRun(opts: {
   spanDir: string;
   anchorDir?: string | null;
   run: string;
+  signal?: AbortSignal;
 }): Promise<RunVerdict> {
   const run = assertRunId(opts.run);
   const dir = runDir(opts.spanDir, run);
   const files = await runFiles(opts.spanDir, run);
   const chain = await readChain(opts.spanDir, run);
-  const check = new RunCheck(dir, chain);
+  const check = new RunCheck(dir, chain, opts.signal);
   let broken = await check.walk();
   let anchored = false;
   if (broken === null && opts.anchorDir !== undefined && opts.anchorDir !== null) {
@@ -281,7 +246,10 @@ export async function verifyArchive(opts: VerifyOptions): Promise<{ ok: boolean;
   const runs = opts.run !== undefined ? [assertRunId(opts.run)] : await runIds(opts.spanDir);
   const out: RunVerdict[] = [];
   for (const run of runs) {
-    out.push(await verifyRun({ spanDir: opts.spanDir, anchorDir: opts.anchorDir ?? null, run }));
+    throwIfAborted(opts.signal);
+    out.push(
+      await verifyRun({ spanDir: opts.spanDir, anchorDir: opts.anchorDir ?? null, run, signal: opts.signal }),
+    );
     opts.onProgress?.(out.length, runs.length);
   }
   return { ok: out.every((v) => v.status !== 'break'), runs: out };
