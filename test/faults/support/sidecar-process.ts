@@ -21,7 +21,7 @@ export interface SidecarProcess {
 
 /**
  * Starts `dist/apps/guardian/src/main.js` with only the given environment (plus PATH), and waits for the startup
- * line naming the address it listens on. Rejects with the process's stderr when it exits first.
+ * line naming the address it listens on (an info line: GUARDIAN_LOG_LEVEL must be info or lower). Rejects with the process's stderr when it exits first.
  */
 export function startSidecarProcess(
   env: Record<string, string>,

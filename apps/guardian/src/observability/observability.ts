@@ -1,9 +1,9 @@
 import { Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 
+import { SealedArchive } from '@guardian/archive';
 import { GuardianMetrics, logOnce, type FailOpenStage, type Route } from '@guardian/telemetry';
 
 import { GuardianConfig } from '../config/guardian-config';
-import { GuardianRuntime } from '../config/guardian-runtime';
 import { GuardianState } from '../state/guardian-state';
 import { GuardianLogger } from './guardian-logger';
 import { SealMonitor } from './seal-monitor';
@@ -23,12 +23,12 @@ export class Observability implements OnApplicationBootstrap, OnModuleDestroy {
     readonly metrics: GuardianMetrics,
     readonly logger: GuardianLogger,
     config: GuardianConfig,
-    runtime: GuardianRuntime,
+    archive: SealedArchive,
   ) {
     this.seal = new SealMonitor({
       spanDir: config.paths.spanDir,
       anchorDir: config.paths.anchorDir,
-      replica: runtime.replica,
+      archive,
       state,
       metrics,
       logger,

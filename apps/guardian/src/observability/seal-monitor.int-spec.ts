@@ -7,39 +7,45 @@ import { SealedArchive, type SpanRef } from '@guardian/archive';
 import { GuardianMetrics, createLogger } from '@guardian/telemetry';
 
 import { GuardianState } from '../state/guardian-state';
-import type { GuardianLogger } from './guardian-logger';
 import { SealMonitor } from './seal-monitor';
 
 // Real spans in a real temp folder (HOUSE: never mock fs for the hash chain), written by SealedArchive and
 // tampered with on disk the way `--verify` is proven.
 
-const OWN = 'aaaa1111';
-const OTHER = 'bbbb2222';
-
 async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 25));
+  for (let i = 0; i < 400 && !check(); i++) await new Promise((r) => setTimeout(r, 25));
   expect(check()).toBe(true);
 }
 
+function spanInput(session: string, text = `evicted turn of ${session}`) {
+  return {
+    kind: 'compaction' as const,
+    sessionHash: createHash('sha256').update(session).digest('hex'),
+    route: 'chat',
+    model: 'stub-model',
+    messages: [{ role: 'user', content: text }],
+    firstIndex: 1,
+    summary: 'a summary',
+    at: new Date(),
+  };
+}
+
 describe('SealMonitor', () => {
+  let root: string;
   let spanDir: string;
   let state: GuardianState;
   let metrics: GuardianMetrics;
+  let own: SealedArchive;
+  let errors: string[];
   let monitor: SealMonitor;
   const gauge = async () => (await metrics.sealOk.get()).values[0]?.value;
 
-  async function writeSpan(replica: string, session: string): Promise<SpanRef> {
-    const archive = new SealedArchive({ spanDir, keepSpans: 500, replica });
-    return archive.write({
-      kind: 'compaction',
-      sessionHash: createHash('sha256').update(session).digest('hex'),
-      route: 'chat',
-      model: 'stub-model',
-      messages: [{ role: 'user', content: `evicted turn of ${session}` }],
-      firstIndex: 1,
-      summary: 'a summary',
-      at: new Date(),
-    });
+  function newMonitor(settleMs = 20): SealMonitor {
+    const logger = createLogger({ level: 'silent' });
+    logger.error = (_obj: unknown, msg?: string) => {
+      errors.push(String(msg));
+    };
+    return new SealMonitor({ spanDir, anchorDir: null, archive: own, state, metrics, logger, settleMs });
   }
 
   async function tamper(ref: SpanRef): Promise<void> {
@@ -48,61 +54,57 @@ describe('SealMonitor', () => {
   }
 
   beforeEach(async () => {
-    spanDir = join(await mkdtemp(join(tmpdir(), 'cg-seal-')), 'spans');
+    root = await mkdtemp(join(tmpdir(), 'cg-seal-'));
+    spanDir = join(root, 'spans');
     state = new GuardianState();
     metrics = new GuardianMetrics();
-    const logger: GuardianLogger = createLogger({ level: 'silent' });
-    monitor = new SealMonitor({
-      spanDir,
-      anchorDir: null,
-      replica: OWN,
-      state,
-      metrics,
-      logger,
-      settleMs: 20,
-    });
+    own = new SealedArchive({ spanDir, keepSpans: 500, replica: 'aaaa1111' });
+    errors = [];
+    monitor = newMonitor();
   });
   afterEach(async () => {
     await monitor.stop();
-    await rm(join(spanDir, '..'), { recursive: true, force: true });
+    await rm(root, { recursive: true, force: true });
   });
 
   it('reports unknown before the first verify, ok for an archive that does not exist yet', async () => {
     expect(state.sealStatus).toBe('unknown');
     expect(state.sealCheckedAt).toBeNull();
     await monitor.checkAll();
-    expect(state.sealStatus).toBe('ok');
+    expect([state.sealStatus, await gauge()]).toEqual(['ok', 1]);
     expect(state.sealCheckedAt).not.toBeNull();
-    expect(await gauge()).toBe(1);
   });
 
-  it('verifies at start, and re-verifies its own runs after a compaction is reported', async () => {
-    const ref = await writeSpan(OWN, 'one');
+  it('verifies at start, then finds a span of its own that was changed before it looked', async () => {
+    await own.write(spanInput('one'));
     monitor.start();
     await until(() => state.sealStatus === 'ok');
+    const ref = await own.write(spanInput('two'));
     await tamper(ref);
-    state.emit({ kind: 'compaction', route: 'chat', model: 'stub-model' });
-    await until(() => state.sealStatus === 'broken');
-    expect(await gauge()).toBe(0);
+    await monitor.checkOwn();
+    expect([state.sealStatus, await gauge()]).toEqual(['broken', 0]);
+    expect(errors).toEqual(['archive hash chain broken: run context-guardian-recall --verify for details']);
   });
 
-  it("checks only its own runs after a write, and another replica's in the full verify", async () => {
-    await writeSpan(OWN, 'mine');
-    const theirs = await writeSpan(OTHER, 'theirs');
-    monitor.start();
-    await until(() => state.sealStatus === 'ok');
-    const firstCheck = state.sealCheckedAt;
+  it("reads only what its own writer sealed since the last look; another replica's runs and older spans are the full verify's", async () => {
+    const theirs = await new SealedArchive({ spanDir, keepSpans: 500, replica: 'bbbb2222' }).write(
+      spanInput('theirs'),
+    );
+    const mine = await own.write(spanInput('mine'));
+    await monitor.checkAll();
+    await monitor.checkOwn();
+    expect(state.sealStatus).toBe('ok');
     await tamper(theirs);
-    await new Promise((r) => setTimeout(r, 5)); // a later checkedAt, so the second check is visible
-    state.emit({ kind: 'compaction', route: 'chat', model: 'stub-model' });
-    await until(() => state.sealCheckedAt !== firstCheck);
+    await tamper(mine);
+    await own.write(spanInput('mine', 'a later turn'));
+    await monitor.checkOwn();
     expect(state.sealStatus).toBe('ok');
     await monitor.checkAll();
     expect([state.sealStatus, await gauge()]).toEqual(['broken', 0]);
   });
 
   it('goes back to ok once a full verify finds the archive sound again', async () => {
-    const ref = await writeSpan(OWN, 'restored');
+    const ref = await own.write(spanInput('restored'));
     const original = await readFile(join(spanDir, ref.ref), 'utf8');
     await tamper(ref);
     await monitor.checkAll();
@@ -110,5 +112,55 @@ describe('SealMonitor', () => {
     await writeFile(join(spanDir, ref.ref), original);
     await monitor.checkAll();
     expect([state.sealStatus, await gauge()]).toEqual(['ok', 1]);
+  });
+
+  it('does not report a break that is gone when it looks again (another replica between rename and chain line)', async () => {
+    const theirs = await new SealedArchive({ spanDir, keepSpans: 500, replica: 'bbbb2222' }).write(
+      spanInput('theirs'),
+    );
+    const inFlight = join(spanDir, theirs.run, '.0002.json.1.abcd.tmp');
+    await writeFile(inFlight, '{}');
+    monitor = newMonitor(300);
+    const check = monitor.checkAll();
+    setTimeout(() => void rm(inFlight), 50);
+    await check;
+    expect([state.sealStatus, await gauge(), errors]).toEqual(['ok', 1, []]);
+  });
+
+  it('never takes its own writes in flight for breaks, under continuous writes to 100 runs', async () => {
+    monitor = newMonitor(5);
+    monitor.start();
+    let polls = 0;
+    let zeros = 0;
+    let writing = true;
+    const sampler = (async () => {
+      while (writing) {
+        polls += 1;
+        if ((await gauge()) === 0 || state.sealStatus === 'broken') zeros += 1;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    for (let round = 0; round < 30; round++)
+      await Promise.all(
+        Array.from({ length: 100 }, (_, s) => own.write(spanInput(`s${s}`, `round ${round}`))),
+      );
+    await monitor.checkOwn();
+    writing = false;
+    await sampler;
+    expect(polls).toBeGreaterThan(10);
+    expect([zeros, errors]).toEqual([0, []]);
+    expect(state.sealStatus).toBe('ok');
+  });
+
+  it('stop() aborts a full verify in progress instead of waiting for it', async () => {
+    await Promise.all(Array.from({ length: 300 }, (_, s) => own.write(spanInput(`run-${s}`))));
+    monitor = newMonitor();
+    const all = monitor.checkAll();
+    await new Promise((r) => setTimeout(r, 5));
+    await monitor.stop();
+    await all;
+    // The verify never finished, so it published nothing.
+    expect(state.sealCheckedAt).toBeNull();
+    expect(state.sealStatus).toBe('unknown');
   });
 });

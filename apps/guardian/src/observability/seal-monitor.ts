@@ -1,4 +1,15 @@
-import { isArchiveError, listRuns, verifyArchive, verifyRun, type RunVerdict } from '@guardian/archive';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import {
+  isArchiveError,
+  verifyArchive,
+  verifyIncrement,
+  verifyRun,
+  type ChainBreak,
+  type RunVerdict,
+  type SealedHead,
+  type VerifyCursor,
+} from '@guardian/archive';
 import type { GuardianMetrics } from '@guardian/telemetry';
 
 import type { GuardianState } from '../state/guardian-state';
@@ -7,48 +18,49 @@ import type { GuardianLogger } from './guardian-logger';
 export interface SealMonitorOptions {
   spanDir: string;
   anchorDir: string | null;
-  /** This process's replica tag: its own runs end in `-<replica>` (CONTRACTS §4). */
-  replica: string;
+  /** The archive this process writes: it tells which runs grew, and up to which sealed head (SealedArchive). */
+  archive: { takeSealed(): SealedHead[] };
   state: GuardianState;
   metrics: GuardianMetrics;
   logger: GuardianLogger;
   /** Full archive verify period. Default 10 minutes. */
   intervalMs?: number;
-  /** Quiet time after a span write before this replica's runs are re-verified; also the wait before a break is
-   * confirmed by a second look. Default 1 s. */
+  /** How often this process's new chain lines are verified, and the wait before a full verify's break is looked
+   * at again. Default 1 s. */
   settleMs?: number;
 }
 
-/** Event kinds that mean a span or spill was just written by this process. */
-const WRITE_EVENTS = new Set(['compaction', 'oversized_spill']);
+/** Runs whose verified position is remembered; a run forgotten here is verified from its start next time. */
+const MAX_CURSORS = 4096;
+
+/** A run and the break found in it. */
+type Found = Pick<RunVerdict, 'run' | 'break'>;
+
+function sameBreak(a: ChainBreak | null, b: ChainBreak | null): boolean {
+  return a !== null && b !== null && a.kind === b.kind && a.seq === b.seq && a.file === b.file;
+}
 
 /**
- * Keeps `seal_status` and `guardian_archive_seal_ok` honest, always off the request path:
- * - at boot and every `intervalMs`, the whole archive is verified with @guardian/archive's `verifyArchive`
- *   (every replica's runs: the volume is shared, CONTRACTS §4);
- * - a moment after this process writes a span, its own runs are re-verified (they are bounded by
- *   GUARDIAN_KEEP_SPANS, so this stays cheap);
- * - a run found broken is looked at once more after `settleMs` before it counts, because a verify that runs
- *   between a span file's rename and its chain line (another replica writing) sees a torn tail that is not one.
- * Checks run one at a time. Status is `unknown` until the first full verify ends; the gauge stays 1 until a
- * break is confirmed (a 0 at boot would page someone for nothing).
+ * Keeps `seal_status` and `guardian_archive_seal_ok` honest, always off the request path (docs/adr/0012):
+ * - at boot and every `intervalMs`, the whole archive is verified (every replica's runs: the volume is shared,
+ *   CONTRACTS §4); a break it finds counts only if the same break is there again `settleMs` later, because another
+ *   replica may have been between a span's rename and its chain line;
+ * - every `settleMs`, the chain lines this process sealed since the last look are verified, and only those
+ *   (`verifyIncrement` up to the head the writer reported): never a span still being written, never a run without
+ *   news. It used to re-verify every run of the process after each compaction, queueing checks without bound
+ *   (issue 12 defect 3: 25.6 s of CPU in 30 s with 3,000 runs, a SIGTERM that waited minutes, false alarms).
+ * One check runs at a time; a tick that finds one running is skipped. `stop()` aborts the check in progress.
+ * Status is `unknown` until the first full verify ends; the gauge stays 1 until a break is confirmed.
  */
 export class SealMonitor {
-  private queue: Promise<void> = Promise.resolve();
+  private readonly cursors = new Map<string, VerifyCursor>();
+  private readonly ownBroken = new Map<string, ChainBreak>();
+  private readonly logged = new Set<string>();
+  private readonly abort = new AbortController();
   private fullBroken: boolean | undefined;
-  private ownBroken = false;
-  private interval: NodeJS.Timeout | undefined;
-  private settleTimer: NodeJS.Timeout | undefined;
-  private stopped = false;
-  private unsubscribe: (() => void) | undefined;
-  private readonly onEvent = (e: { kind: string }): void => {
-    if (!WRITE_EVENTS.has(e.kind) || this.settleTimer || this.stopped) return;
-    this.settleTimer = setTimeout(() => {
-      this.settleTimer = undefined;
-      void this.enqueue(() => this.checkOwn());
-    }, this.settleMs);
-    this.settleTimer.unref();
-  };
+  private fullDue = false;
+  private busy: Promise<void> | undefined;
+  private timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly opts: SealMonitorOptions) {}
 
@@ -56,90 +68,146 @@ export class SealMonitor {
     return this.opts.settleMs ?? 1000;
   }
 
+  private get stopped(): boolean {
+    return this.abort.signal.aborted;
+  }
+
   start(): void {
-    this.unsubscribe = this.opts.state.subscribe(this.onEvent);
-    this.interval = setInterval(() => void this.checkAll(), this.opts.intervalMs ?? 10 * 60_000);
-    this.interval.unref();
-    void this.checkAll();
+    const tick = setInterval(() => this.tick(), this.settleMs);
+    const full = setInterval(
+      () => {
+        this.fullDue = true;
+        this.tick();
+      },
+      this.opts.intervalMs ?? 10 * 60_000,
+    );
+    for (const t of [tick, full]) t.unref();
+    this.timers = [tick, full];
+    this.fullDue = true;
+    this.tick();
   }
 
-  /** Stops the timers and waits for a check in progress, so nothing reads the archive after shutdown. */
+  /** Stops the timers and aborts the check in progress; resolves once nothing reads the archive any more. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.unsubscribe?.();
-    clearInterval(this.interval);
-    clearTimeout(this.settleTimer);
-    await this.queue;
+    this.abort.abort();
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.busy;
   }
 
-  /** Verifies the whole archive now (queued behind a check in progress). */
+  /** Verifies the whole archive now (after a check in progress). */
   checkAll(): Promise<void> {
-    return this.enqueue(async () => {
-      const verdicts = await this.verify(undefined);
-      if (verdicts === undefined) return;
-      this.fullBroken = verdicts.some((v) => v.status === 'break');
-      this.ownBroken = false; // the full verify covered this replica's runs too
-      this.publish(verdicts);
+    return this.exclusive(() => this.full());
+  }
+
+  /** Verifies what this process sealed since the last look, now (after a check in progress). */
+  checkOwn(): Promise<void> {
+    return this.exclusive(() => this.own());
+  }
+
+  private tick(): void {
+    if (this.busy !== undefined || this.stopped) return;
+    const due = this.fullDue;
+    void this.exclusive(() => (due ? this.full() : this.own()));
+  }
+
+  private async exclusive(job: () => Promise<void>): Promise<void> {
+    while (this.busy !== undefined) await this.busy;
+    if (this.stopped) return;
+    const run = job().catch((err: unknown) => this.cannotRun(err));
+    this.busy = run.finally(() => {
+      this.busy = undefined;
     });
+    await this.busy;
   }
 
-  private async checkOwn(): Promise<void> {
-    const suffix = `-${this.opts.replica}`;
-    const verdicts = await this.verify((run) => run.endsWith(suffix));
-    if (verdicts === undefined) return;
-    this.ownBroken = verdicts.some((v) => v.status === 'break');
-    this.publish(verdicts);
+  private cannotRun(err: unknown): void {
+    // Stopped mid-check at shutdown: nothing to report.
+    if (isArchiveError(err, 'ARCHIVE_ABORTED') || this.stopped) return;
+    // The verify could not read the archive (permissions, a volume gone): the status stays as last known and the
+    // request path is unaffected; the next period tries again.
+    this.opts.logger.warn(
+      { err: err instanceof Error ? err.message : String(err) },
+      'archive seal check could not run; seal status unchanged',
+    );
   }
 
-  private enqueue(check: () => Promise<void>): Promise<void> {
-    if (this.stopped) return this.queue;
-    this.queue = this.queue.then(check).catch((err: unknown) => {
-      // The verify could not read the archive (permissions, a volume gone): the status stays as last known and
-      // the request path is unaffected; the next period tries again.
-      this.opts.logger.warn(
-        { err: err instanceof Error ? err.message : String(err) },
-        'archive seal check could not run; seal status unchanged',
-      );
-    });
-    return this.queue;
-  }
-
-  /** Verdicts for the runs `pick` selects (all when undefined), each break confirmed by a second look. */
-  private async verify(pick: ((run: string) => boolean) | undefined): Promise<RunVerdict[] | undefined> {
-    const { spanDir, anchorDir } = this.opts;
-    let verdicts: RunVerdict[];
-    try {
-      if (pick === undefined) verdicts = (await verifyArchive({ spanDir, anchorDir })).runs;
-      else {
-        const runs = (await listRuns({ spanDir })).map((r) => r.run).filter(pick);
-        verdicts = [];
-        for (const run of runs) verdicts.push(await verifyRun({ spanDir, anchorDir, run }));
+  private async own(): Promise<void> {
+    const { spanDir } = this.opts;
+    const heads = this.opts.archive.takeSealed();
+    if (heads.length === 0) return;
+    const found: Found[] = [];
+    for (const head of heads) {
+      if (this.stopped) return;
+      let verdict;
+      try {
+        verdict = await verifyIncrement({ spanDir, from: this.cursors.get(head.run), to: head });
+      } catch (err) {
+        // The run's folder vanished (deleted, pruned): its writer moves on to a new run (issue 12 defect 2).
+        if (isArchiveError(err, 'ARCHIVE_NOT_FOUND')) {
+          this.cursors.delete(head.run);
+          continue;
+        }
+        throw err;
       }
+      if (verdict.break !== null) {
+        this.ownBroken.set(head.run, verdict.break);
+        found.push({ run: head.run, break: verdict.break });
+        continue;
+      }
+      this.cursors.delete(head.run);
+      this.cursors.set(head.run, verdict.cursor);
+      for (const oldest of this.cursors.keys()) {
+        if (this.cursors.size <= MAX_CURSORS) break;
+        this.cursors.delete(oldest);
+      }
+    }
+    this.publish(found);
+  }
+
+  private async full(): Promise<void> {
+    this.fullDue = false;
+    const { spanDir, anchorDir } = this.opts;
+    const signal = this.abort.signal;
+    let runs: RunVerdict[];
+    try {
+      runs = (await verifyArchive({ spanDir, anchorDir, signal })).runs;
     } catch (err) {
       // No span folder yet: nothing has been archived, so nothing can be broken.
-      if (isArchiveError(err) && err.code === 'ARCHIVE_NOT_FOUND') return [];
-      throw err;
+      if (!isArchiveError(err, 'ARCHIVE_NOT_FOUND')) throw err;
+      runs = [];
     }
-    if (verdicts.some((v) => v.status === 'break')) {
-      await new Promise((resolve) => setTimeout(resolve, this.settleMs).unref());
-      if (this.stopped) return undefined;
-      for (const [i, v] of verdicts.entries()) {
-        if (v.status === 'break') verdicts[i] = await verifyRun({ spanDir, anchorDir, run: v.run });
+    let breaks = runs.filter((v) => v.status === 'break');
+    if (breaks.length > 0) {
+      await sleep(this.settleMs, undefined, { signal, ref: false });
+      const confirmed: RunVerdict[] = [];
+      for (const v of breaks) {
+        const again = await verifyRun({ spanDir, anchorDir, run: v.run, signal });
+        if (sameBreak(v.break, again.break)) confirmed.push(again);
       }
+      breaks = confirmed;
     }
-    return verdicts;
+    this.fullBroken = breaks.length > 0;
+    // The full verify covered this process's runs too.
+    this.ownBroken.clear();
+    this.publish(breaks);
   }
 
-  private publish(verdicts: RunVerdict[]): void {
+  private publish(breaks: Found[]): void {
     const { state, metrics, logger } = this.opts;
-    const broken = this.fullBroken === true || this.ownBroken;
+    const broken = this.fullBroken === true || this.ownBroken.size > 0;
     state.sealStatus = broken ? 'broken' : this.fullBroken === undefined ? 'unknown' : 'ok';
     state.sealCheckedAt = new Date().toISOString();
     metrics.sealOk.set(broken ? 0 : 1);
-    const breaks = verdicts.filter((v) => v.status === 'break');
-    if (breaks.length > 0)
+    const fresh = breaks.filter((v) => {
+      const key = `${v.run}:${v.break?.kind}:${v.break?.seq}`;
+      if (this.logged.has(key) || this.logged.size >= 1024) return false;
+      this.logged.add(key);
+      return true;
+    });
+    if (fresh.length > 0)
       logger.error(
-        { runs: breaks.map((v) => ({ run: v.run, kind: v.break?.kind, seq: v.break?.seq })) },
+        { runs: fresh.map((v) => ({ run: v.run, kind: v.break?.kind, seq: v.break?.seq })) },
         'archive hash chain broken: run context-guardian-recall --verify for details',
       );
   }
