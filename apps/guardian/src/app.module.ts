@@ -82,6 +82,8 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
           anchorDir: config.paths.anchorDir,
           keepSpans: env.GUARDIAN_KEEP_SPANS,
           replica: runtime.replica,
+          // One open run per session in memory, bounded like the sessions themselves.
+          maxOpenRuns: env.GUARDIAN_MAX_SESSIONS,
           onWarning: (w) =>
             logger.warn({ warning: w }, 'archive side write failed; the span itself is sealed'),
         }),

@@ -75,3 +75,31 @@ describe('a run folder that vanishes under its writer', () => {
     expect(await archive.runFor(SESSION)).not.toBe(run);
   });
 });
+
+describe('open runs past maxOpenRuns', () => {
+  it('closes the least recently written run (its journal sealed); that session goes on in a new run', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'maxruns-'));
+    const spanDir = join(root, 'spans');
+    const archive = new SealedArchive({ spanDir, keepSpans: 500, replica: 'maxr1234', maxOpenRuns: 2 });
+    const of = (session: string): SpanInput => ({ ...input(1), sessionHash: session.repeat(64) });
+    const a1 = await archive.write(of('a'));
+    await archive.appendJournal({
+      sessionHash: 'a'.repeat(64),
+      entries: [{ at: new Date(), message: { n: 1 } }],
+    });
+    await archive.write(of('b'));
+    await archive.write(of('c'));
+    const a2 = await archive.write(of('a'));
+    expect(a2.run).not.toBe(a1.run);
+    expect(await archive.runFor('b'.repeat(64))).toBeUndefined();
+    // a's first run: one span and its journal segment, closed and sealed (in the background) when it was let go.
+    let verdict = await verifyArchive({ spanDir });
+    for (let i = 0; i < 100 && verdict.runs.find((r) => r.run === a1.run)?.lines !== 2; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      verdict = await verifyArchive({ spanDir });
+    }
+    expect(verdict.ok).toBe(true);
+    expect(verdict.runs.find((r) => r.run === a1.run)?.lines).toBe(2);
+    rmSync(root, { recursive: true, force: true });
+  });
+});

@@ -19,7 +19,7 @@ import { buildSpanRecord } from './span-record';
 
 /** A non-fatal problem: the span landed, a derived file (index, anchor, prune) did not (issue 4 item 8). */
 export interface ArchiveWarning {
-  code: 'ARCHIVE_INDEX_FAILED' | 'ARCHIVE_ANCHOR_FAILED' | 'ARCHIVE_PRUNE_FAILED';
+  code: 'ARCHIVE_INDEX_FAILED' | 'ARCHIVE_ANCHOR_FAILED' | 'ARCHIVE_PRUNE_FAILED' | 'ARCHIVE_JOURNAL_FAILED';
   run: string;
   cause: unknown;
 }

@@ -22,6 +22,12 @@ export interface SealedArchiveOptions {
   crashPoint?: string;
   /** Capture journal segment size; 2 MB by default (CONTRACTS §4). */
   journalSegmentBytes?: number;
+  /**
+   * Runs kept open at once, least recently written first out (GUARDIAN_MAX_SESSIONS in the sidecar): each open run
+   * holds its writer's state, and a long-lived process meets sessions without end. A closed run's journal segment is
+   * sealed; the session's next write opens a new run. Default: no bound.
+   */
+  maxOpenRuns?: number;
   /** Called when a derived write (index, anchor, prune) fails after the span was sealed. */
   onWarning?: (warning: ArchiveWarning) => void;
   /** Names a new run; default `<yyyymmdd-HHMMSS>-<session hash 8>-<replica>` (Claude Code capture: `cc-...`, CONTRACTS §4). */
@@ -139,7 +145,11 @@ export class SealedArchive extends ArchiveWriter {
 
   private writerFor(sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
     let writer = this.runs.get(sessionHash);
-    if (writer === undefined) {
+    if (writer !== undefined) {
+      // Most recently used last, so the first key is the run to close when there are too many.
+      this.runs.delete(sessionHash);
+      this.runs.set(sessionHash, writer);
+    } else {
       writer = this.openRun(sessionHash, ownerHash);
       this.runs.set(sessionHash, writer);
       // A run that could not be created (full volume) is retried by the next write.
@@ -147,8 +157,28 @@ export class SealedArchive extends ArchiveWriter {
       opening.catch(() => {
         if (this.runs.get(sessionHash) === opening) this.runs.delete(sessionHash);
       });
+      this.closeLeastRecent();
     }
     return writer;
+  }
+
+  private closeLeastRecent(): void {
+    const max = this.opts.maxOpenRuns ?? Number.POSITIVE_INFINITY;
+    for (const [session, oldest] of this.runs) {
+      if (this.runs.size <= max) break;
+      this.runs.delete(session);
+      // Writes queued on it still land (the writer keeps its own queue); its open journal segment is sealed.
+      oldest.then(
+        (w) =>
+          w
+            .closeJournal()
+            .catch((cause: unknown) =>
+              this.opts.onWarning?.({ code: 'ARCHIVE_JOURNAL_FAILED', run: w.run, cause }),
+            ),
+        // A run that never opened has nothing to close (writerFor already let it go).
+        () => undefined,
+      );
+    }
   }
 
   private async openRun(sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
