@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { Writable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -14,6 +15,8 @@ export interface FaultStack {
   proxy: FaultProxy;
   guardian: RunningGuardian;
   dataDir: string;
+  /** guardian's log lines (pino JSON), at GUARDIAN_LOG_LEVEL (default warn). */
+  logs: string[];
   /** Reads one metric sample from guardian's /metrics (0 when the series does not exist yet). */
   metric(name: string, labels?: Record<string, string>): Promise<number>;
   close(): Promise<void>;
@@ -34,19 +37,26 @@ export async function startFaultStack(
     {
       GUARDIAN_UPSTREAM_URL: proxy.baseUrl,
       GUARDIAN_DATA_DIR: dataDir,
-      GUARDIAN_LOG_LEVEL: 'silent',
+      GUARDIAN_LOG_LEVEL: 'warn',
       ...opts.env,
     },
     { version: 'test', home: dataDir },
   );
-  const guardian = await startGuardian(config, createLogger({ level: config.env.GUARDIAN_LOG_LEVEL }), {
-    port: 0,
+  const logs: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      logs.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
   });
+  const logger = createLogger({ level: config.env.GUARDIAN_LOG_LEVEL, destination });
+  const guardian = await startGuardian(config, logger, { port: 0 });
   return {
     stub,
     proxy,
     guardian,
     dataDir,
+    logs,
     async metric(name, labels = {}) {
       const text = await (await fetch(`${guardian.url}/metrics`)).text();
       const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
