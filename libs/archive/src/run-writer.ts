@@ -92,7 +92,14 @@ export class RunWriter {
       replica: meta.replica,
       started_at: opts.now().toISOString(),
     };
-    await writeFileDurable(path.join(writer.dir, RUN_FILE), `${JSON.stringify(runJson, null, 2)}\n`);
+    try {
+      await writeFileDurable(path.join(writer.dir, RUN_FILE), `${JSON.stringify(runJson, null, 2)}\n`);
+    } catch (err) {
+      // A full volume takes the folder but not run.json: remove the empty folder, or every deferred write would
+      // leave one behind. If even that fails, the original error is the one to report.
+      await fsp.rmdir(writer.dir).catch(() => undefined);
+      throw err;
+    }
     return writer;
   }
 
