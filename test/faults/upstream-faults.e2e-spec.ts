@@ -107,7 +107,7 @@ describe('faults in the upstream and the summariser', () => {
       for (const row of got) {
         const id = [row.fault, row.route, row.mode];
         expect([...id, row.answered]).toEqual([...id, row.sent]);
-        expect([...id, row.missing]).toEqual([...id, []]);
+        expect([...id, row.missing, row.unarchived]).toEqual([...id, [], 0]);
         expect([...id, row.verify]).toEqual([...id, expect.stringMatching(/^OK/)]);
       }
       // The conversations were compacting, so the archive was really at work in this row.

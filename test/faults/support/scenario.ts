@@ -1,3 +1,4 @@
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { verifyArchive } from '@guardian/archive';
@@ -79,6 +80,10 @@ export interface Row {
   acked: Map<string, Phase>;
   present: number;
   missing: string[];
+  /** Messages the client sent that the last forwarded request no longer carried verbatim (compacted away). */
+  evicted: number;
+  /** Of those, messages found in no span file of the archive: what the archive has lost or not yet written. */
+  unarchived: number;
   verify: string;
 }
 
@@ -124,6 +129,8 @@ export async function runFault(
           acked: new Map(),
           present: 0,
           missing: [],
+          evicted: 0,
+          unarchived: 0,
           verify: '',
         },
       });
@@ -174,7 +181,20 @@ export async function runFault(
     (err: unknown) => `n/a (${err instanceof Error ? err.message : String(err)})`,
   );
   const requests = ctx.stub.requests;
+  const archived = await archiveText(spanDir);
   for (const combo of combos) {
+    for (const { conv } of combo.convs) {
+      const marker = `conversation ${conv.seed}.`;
+      const last = [...requests]
+        .reverse()
+        .find((r) => !r.isSummary && r.route !== 'window' && r.body.toString('utf8').includes(marker));
+      const forwarded = last?.body.toString('utf8') ?? '';
+      for (const text of conv.texts(turn)) {
+        if (forwarded.includes(text)) continue;
+        combo.row.evicted += 1;
+        if (!archived.includes(text)) combo.row.unarchived += 1;
+      }
+    }
     const seeds = combo.convs.map(({ conv }) => `conversation ${conv.seed}.`);
     requests.forEach((r, i) => {
       if (r.isSummary || !['chat', 'messages', 'responses'].includes(r.route)) return;
@@ -200,9 +220,33 @@ export function formatCounted(counted: Counted[]): string {
   return ['counted by guardian while each fault ran:', ...lines].join('\n');
 }
 
+/** Every span file's text, joined: a message is archived when its text is in one (spans keep messages verbatim). */
+async function archiveText(spanDir: string): Promise<string> {
+  const parts: string[] = [];
+  const runs = await readdir(spanDir).catch(() => [] as string[]);
+  for (const run of runs) {
+    const files = await readdir(join(spanDir, run)).catch(() => [] as string[]);
+    for (const f of files)
+      if (/^\d{4,}\.json$/.test(f)) parts.push(await readFile(join(spanDir, run, f), 'utf8').catch(() => ''));
+  }
+  return parts.join('\n');
+}
+
 /** The fault × route × outcome table, one line per row. */
 export function formatTable(rows: Row[]): string {
-  const head = ['fault', 'route', 'mode', 'sent', 'answered', 'outcomes', 'acked', 'present', 'verify'];
+  const head = [
+    'fault',
+    'route',
+    'mode',
+    'sent',
+    'answered',
+    'outcomes',
+    'acked',
+    'present',
+    'evicted',
+    'unarchived',
+    'verify',
+  ];
   const lines = rows.map((r) => [
     r.fault,
     r.route,
@@ -212,6 +256,8 @@ export function formatTable(rows: Row[]): string {
     [...r.outcomes].map(([k, v]) => `${k} ${v}`).join(', '),
     String(r.acked.size),
     String(r.present),
+    String(r.evicted),
+    String(r.unarchived),
     r.verify,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));

@@ -70,6 +70,14 @@ export class Conversation {
     return this.history[i]!;
   }
 
+  /** The message texts of request number `n`, oldest first (what the archive must hold once evicted). */
+  texts(n: number): string[] {
+    const out: string[] = [];
+    for (let i = 0; i < n - 1; i++) out.push(this.turn(i).user, this.turn(i).assistant);
+    out.push(this.turn(n - 1).user);
+    return out;
+  }
+
   /** The JSON body of request number `n` (1-based), streamed or not. */
   body(n: number, stream: boolean): Record<string, unknown> {
     const system = `You are the assistant of conversation ${this.seed}. Keep answers short.`;
