@@ -31,8 +31,8 @@ export interface RunWriterOptions {
   keepSpans: number;
   journalSegmentBytes: number;
   now: () => Date;
-  /** Returns true when the test-only crash point should fire now. */
-  crashAt: (point: CrashPoint) => boolean;
+  /** Returns true when the test-only crash point should fire now, in the span write numbered `write` (from 1). */
+  crashAt: (point: CrashPoint, write: number | undefined) => boolean;
   onWarning: (warning: ArchiveWarning) => void;
   /** Told the run's new head after every chain line lands (the seal monitor verifies up to it, never past). */
   onSealed?: (head: SealedHead) => void;
@@ -62,6 +62,8 @@ export class RunWriter {
   private seq = 0;
   private prev = GENESIS_PREV;
   private chainBytes = 0;
+  /** Number of the span write in progress (test-only crash points); undefined outside one. */
+  private write: number | undefined;
   private nextSpan = 1;
   private readonly live: string[] = [];
   private nextSegment = 1;
@@ -103,8 +105,17 @@ export class RunWriter {
     return writer;
   }
 
-  writeSpan(input: SpanInput): Promise<SpanRef> {
-    return this.enqueue(() => this.doWriteSpan(input));
+  /** `write` numbers this span write in its process, for the test-only crash points (`after-rename@3`). */
+  writeSpan(input: SpanInput, write?: number): Promise<SpanRef> {
+    return this.enqueue(async () => {
+      // The queue runs one task at a time, so the number is this task's until it ends.
+      this.write = write;
+      try {
+        return await this.doWriteSpan(input);
+      } finally {
+        this.write = undefined;
+      }
+    });
   }
 
   appendJournal(entries: { at: Date; message: unknown }[]): Promise<void> {
@@ -234,11 +245,11 @@ export class RunWriter {
   }
 
   private crashAtChainLine(): boolean {
-    return this.opts.crashAt('mid-chain-line');
+    return this.opts.crashAt('mid-chain-line', this.write);
   }
 
   private maybeCrash(point: CrashPoint): void {
-    if (this.opts.crashAt(point)) crashNow();
+    if (this.opts.crashAt(point, this.write)) crashNow();
   }
 
   /** A failure here leaves a file without its chain line: the run is torn and is not written again. */

@@ -76,8 +76,11 @@ export class SealedArchive extends ArchiveWriter {
   }
 
   override async write(input: SpanInput): Promise<SpanRef> {
-    this.spanWrites += 1;
-    return this.withWriter(input.sessionHash, input.ownerHash ?? null, 'span', (w) => w.writeSpan(input));
+    // Numbered at entry: concurrent writes of several sessions must not shift a crash point armed for the N-th.
+    const write = ++this.spanWrites;
+    return this.withWriter(input.sessionHash, input.ownerHash ?? null, 'span', (w) =>
+      w.writeSpan(input, write),
+    );
   }
 
   /** Appends messages to the session's capture journal (used by CaptureJournal). */
@@ -203,7 +206,7 @@ export class SealedArchive extends ArchiveWriter {
             keepSpans: this.opts.keepSpans,
             journalSegmentBytes: this.opts.journalSegmentBytes ?? TWO_MB,
             now: this.now,
-            crashAt: (point) => this.crashAt(point),
+            crashAt: (point, write) => this.crashAt(point, write),
             onWarning: this.opts.onWarning ?? (() => undefined),
             onSealed: (head) => this.sealed.set(head.run, head),
           },
@@ -217,7 +220,7 @@ export class SealedArchive extends ArchiveWriter {
     }
   }
 
-  private crashAt(point: CrashPoint): boolean {
-    return this.crash !== null && this.crash.point === point && this.crash.onWrite === this.spanWrites;
+  private crashAt(point: CrashPoint, write: number | undefined): boolean {
+    return this.crash !== null && this.crash.point === point && this.crash.onWrite === write;
   }
 }
