@@ -65,7 +65,11 @@ export class GuardianController {
   @Get('guardian/usage')
   @UseGuards(AccessGuard)
   @Header('cache-control', 'no-store')
-  async usage(@Query('session') session?: string): Promise<Record<string, unknown>> {
+  async usage(@Query('session') query?: string | string[]): Promise<Record<string, unknown>> {
+    // `?session=a&session=b` arrives as an array: refused like any other bad id (it was a 500, issue 12 suite).
+    if (Array.isArray(query))
+      throw new HttpException({ code: 'GUARDIAN_BAD_SESSION', message: 'give session once' }, 400);
+    const session = query;
     if (session !== undefined && (session.length === 0 || Buffer.byteLength(session) > 256)) {
       throw new HttpException({ code: 'GUARDIAN_BAD_SESSION', message: 'session must be 1-256 bytes' }, 400);
     }
