@@ -1,0 +1,165 @@
+// Helpers of the soak and paste-memory benchmarks: the processes under test, their memory, their event loop, and
+// conversations on the three routes guardian reads.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { filler, startChild, type ChildServer } from './support';
+
+export type Route = 'chat' | 'messages' | 'responses';
+export const ROUTES: readonly Route[] = ['chat', 'messages', 'responses'];
+export const PATHS: Record<Route, string> = {
+  chat: '/v1/chat/completions',
+  messages: '/v1/messages',
+  responses: '/v1/responses',
+};
+
+/** Resident set size of a process in bytes (Linux /proc), NaN when it is gone. */
+export function rssBytes(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? Number.NaN : Number(kb) * 1024;
+  } catch {
+    // The process exited (a paste that killed it): no figure, and the caller reports the exit.
+    return Number.NaN;
+  }
+}
+
+/** Samples a process's RSS every `everyMs` until stopped: start, peak, last. */
+export class RssSampler {
+  readonly start: number;
+  peak: number;
+  last: number;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly pid: number | undefined,
+    everyMs = 50,
+  ) {
+    this.start = rssBytes(pid);
+    this.peak = this.start;
+    this.last = this.start;
+    this.timer = setInterval(() => this.sample(), everyMs);
+  }
+
+  sample(): void {
+    const now = rssBytes(this.pid);
+    if (!Number.isFinite(now)) return;
+    this.last = now;
+    if (!(now <= this.peak)) this.peak = now;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.sample();
+  }
+}
+
+export function mb(bytes: number): string {
+  return Number.isFinite(bytes) ? `${(bytes / 1024 / 1024).toFixed(0)} MB` : 'n/a';
+}
+
+/** One gauge of the sidecar's own /metrics (prom-client resets the event-loop histogram on each scrape). */
+export async function scrape(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? Number.NaN : Number(line.slice(name.length + 1));
+}
+
+export interface Sidecar extends ChildServer {
+  dataDir: string;
+  pid: number | undefined;
+}
+
+/** The built sidecar (`dist/apps/guardian/src/main.js`, what `npm start` runs) in a child process. */
+export async function startSidecar(
+  upstream: string,
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<Sidecar> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cg-soak-'));
+  const child = await startChild({
+    script: join(__dirname, '..', 'apps', 'guardian', 'src', 'main.js'),
+    env: {
+      GUARDIAN_UPSTREAM_URL: `${upstream}/v1`,
+      GUARDIAN_HOST: '127.0.0.1',
+      GUARDIAN_PORT: '0',
+      GUARDIAN_DATA_DIR: dataDir,
+      OTEL_EXPORTER_OTLP_ENDPOINT: '',
+      ...env,
+    },
+    nodeArgs,
+    pick: (line) => / on (http:\/\/\S+) -> /.exec(line)?.[1],
+    timeoutMs: 30_000,
+  });
+  return {
+    ...child,
+    dataDir,
+    pid: child.child.pid,
+    async stop() {
+      await child.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The stub upstream in a process of its own (bench/stub-child.ts). */
+export function startStubChild(window: number): Promise<ChildServer> {
+  return startChild({
+    script: join(__dirname, 'stub-child.js'),
+    args: [String(window)],
+    pick: (line) => {
+      try {
+        return (JSON.parse(line) as { url?: string }).url;
+      } catch {
+        // Not the line naming the URL.
+        return undefined;
+      }
+    },
+  });
+}
+
+/** The body of turn `n` of conversation `seed` on `route`: the whole history a client resends. */
+export function turnBody(
+  route: Route,
+  seed: number,
+  n: number,
+  stream: boolean,
+  words = 900,
+): Record<string, unknown> {
+  const pairs: { role: 'user' | 'assistant'; content: string }[] = [];
+  for (let i = 0; i < n; i++) {
+    pairs.push({ role: 'user', content: `Turn ${i} of session ${seed}. ${filler(words, seed * 1000 + i)}` });
+    if (i < n - 1)
+      pairs.push({ role: 'assistant', content: `Answer ${i}. ${filler(words / 3, seed * 1000 + i + 500)}` });
+  }
+  const system = `You are the assistant of session ${seed}.`;
+  if (route === 'chat')
+    return { model: 'stub-model', stream, messages: [{ role: 'system', content: system }, ...pairs] };
+  if (route === 'messages') return { model: 'stub-model', max_tokens: 64, stream, system, messages: pairs };
+  return { model: 'stub-model', stream, store: false, instructions: system, input: pairs };
+}
+
+/** Sends one request and reads the whole answer; the status, or why there was none. */
+export async function send(
+  url: string,
+  path: string,
+  body: string | Buffer,
+  headers: Record<string, string> = {},
+  method = 'POST',
+): Promise<string> {
+  try {
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: method === 'POST' ? { 'content-type': 'application/json', ...headers } : headers,
+      body: method === 'POST' ? body : undefined,
+      signal: AbortSignal.timeout(120_000),
+    });
+    await res.arrayBuffer();
+    return String(res.status);
+  } catch (err) {
+    const e = err as { name?: string; cause?: { code?: string } };
+    return e.name === 'TimeoutError' ? 'timeout' : (e.cause?.code ?? e.name ?? 'error');
+  }
+}

@@ -1,0 +1,185 @@
+// `npm run bench -- soak`: load and memory (issue 12, suite part 4). The built sidecar in front of the stub, both
+// in processes of their own: 200 concurrent sessions x 30 turns that compact (the three routes, streamed and not),
+// then 60 s of mixed traffic (sessions going on, new ones, 1 MB pastes, forwarded paths, guardian's own endpoints,
+// live event streams). Printed: every request answered or not, RSS at start / peak / end (the idle sidecar is the
+// baseline), the event-loop delay p99 per 2-s window (idle baseline, then under load), then the big-paste memory
+// figures (bench/paste-memory.ts). Bounded: each phase has a fixed size or duration, each request a 120-s timeout.
+import { request as httpRequest } from 'node:http';
+
+import * as pasteMemory from './paste-memory';
+import {
+  mb,
+  PATHS,
+  ROUTES,
+  RssSampler,
+  scrape,
+  send,
+  startSidecar,
+  startStubChild,
+  turnBody,
+  type Route,
+  type Sidecar,
+} from './soak-support';
+import { envNumber, filler, int, machineLine, percentile, writeResults } from './support';
+
+const SESSIONS = envNumber('BENCH_SOAK_SESSIONS', 200);
+const TURNS = envNumber('BENCH_SOAK_TURNS', 30);
+const MIXED_SECONDS = envNumber('BENCH_SOAK_SECONDS', 60);
+const MIXED_WORKERS = 40;
+
+class Tally {
+  readonly statuses = new Map<string, number>();
+  sent = 0;
+
+  add(status: string): void {
+    this.sent += 1;
+    this.statuses.set(status, (this.statuses.get(status) ?? 0) + 1);
+  }
+
+  get answered(): number {
+    return [...this.statuses].filter(([s]) => /^[1-5]\d\d$/.test(s)).reduce((n, [, v]) => n + v, 0);
+  }
+
+  line(name: string): string {
+    const parts = [...this.statuses].map(([s, n]) => `${s} x${int(n)}`).join(', ');
+    return `${name}: ${int(this.sent)} sent, ${int(this.answered)} answered (${parts})`;
+  }
+}
+
+/** Scrapes the sidecar's event-loop p99 every 2 s (prom-client resets its histogram on each scrape). */
+function loopSampler(url: string): { stop(): Promise<number[]> } {
+  const values: number[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      await new Promise((r) => setTimeout(r, 2000));
+      const v = await scrape(url, 'guardian_nodejs_eventloop_lag_p99_seconds').catch(() => Number.NaN);
+      if (Number.isFinite(v)) values.push(v * 1000);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return values;
+    },
+  };
+}
+
+function loopLine(name: string, windows: number[]): string {
+  const sorted = [...windows].sort((a, b) => a - b);
+  return `${name}: event-loop delay p99 per 2-s window, median ${percentile(sorted, 50).toFixed(1)} ms, worst ${(sorted.at(-1) ?? Number.NaN).toFixed(1)} ms (${sorted.length} windows)`;
+}
+
+/** Holds a live /guardian/events stream open, as a dashboard does. */
+function liveStream(url: string): () => void {
+  const req = httpRequest(`${url}/guardian/events`, { headers: { accept: 'text/event-stream' } }, (res) =>
+    res.resume(),
+  );
+  req.on('error', () => undefined);
+  req.end();
+  return () => req.destroy();
+}
+
+async function sessions(sidecar: Sidecar, tally: Tally): Promise<void> {
+  await Promise.all(
+    Array.from({ length: SESSIONS }, async (_, s) => {
+      const route = ROUTES[s % 3] as Route;
+      for (let n = 1; n <= TURNS; n++) {
+        const body = JSON.stringify(turnBody(route, s, n, s % 2 === 1));
+        tally.add(await send(sidecar.url, PATHS[route], body, { 'x-guardian-session': `soak-${s}` }));
+      }
+    }),
+  );
+}
+
+async function mixed(sidecar: Sidecar, tally: Tally): Promise<void> {
+  const until = Date.now() + MIXED_SECONDS * 1000;
+  const paste = `Here is the log:\n${filler(1024 * 1024, 99)}`;
+  let fresh = 10_000;
+  const turns = new Map<number, number>();
+  await Promise.all(
+    Array.from({ length: MIXED_WORKERS }, async (_, w) => {
+      for (let i = 0; Date.now() < until; i++) {
+        const pick = (w * 7 + i * 13) % 20;
+        if (pick < 10) {
+          // An existing session goes on (its history keeps growing past the 30 turns).
+          const s = (w * 31 + i) % SESSIONS;
+          const n = (turns.get(s) ?? TURNS) + 1;
+          turns.set(s, n);
+          const route = ROUTES[s % 3] as Route;
+          const body = JSON.stringify(turnBody(route, s, Math.min(n, 60), i % 2 === 0));
+          tally.add(await send(sidecar.url, PATHS[route], body, { 'x-guardian-session': `soak-${s}` }));
+        } else if (pick < 13) {
+          const s = (fresh += 1);
+          const route = ROUTES[s % 3] as Route;
+          tally.add(
+            await send(sidecar.url, PATHS[route], JSON.stringify(turnBody(route, s, 1 + (i % 4), false))),
+          );
+        } else if (pick < 14) {
+          const body = JSON.stringify({ model: 'stub-model', messages: [{ role: 'user', content: paste }] });
+          tally.add(await send(sidecar.url, PATHS.chat, body));
+        } else if (pick < 16) {
+          tally.add(await send(sidecar.url, '/v1/models', '', {}, 'GET'));
+        } else {
+          const path = ['/guardian/stats', '/metrics', '/readyz', '/guardian/events'][i % 4]!;
+          tally.add(await send(sidecar.url, path, '', {}, 'GET'));
+        }
+      }
+    }),
+  );
+}
+
+export async function run(): Promise<void> {
+  const lines: string[] = [machineLine('soak bench')];
+  const out = (line: string) => {
+    lines.push(line);
+    process.stdout.write(`${line}\n`);
+  };
+  const stub = await startStubChild(8192);
+  const sidecar = await startSidecar(stub.url, { GUARDIAN_RESERVE_OUTPUT: '1024' });
+  try {
+    const rss = new RssSampler(sidecar.pid, 200);
+    const idleLoop = loopSampler(sidecar.url);
+    await new Promise((r) => setTimeout(r, 6000));
+    const idle = await idleLoop.stop();
+    out(
+      `sidecar pid ${sidecar.pid}; stub window 8,192 tokens; ${SESSIONS} sessions x ${TURNS} turns, then ${MIXED_SECONDS} s mixed`,
+    );
+    out(loopLine('idle (baseline)', idle));
+
+    const streams = [liveStream(sidecar.url), liveStream(sidecar.url)];
+    const loadLoop = loopSampler(sidecar.url);
+    const t0 = Date.now();
+    const phase1 = new Tally();
+    await sessions(sidecar, phase1);
+    out(
+      `${phase1.line('sessions phase')} in ${((Date.now() - t0) / 1000).toFixed(1)} s; RSS peak so far ${mb(rss.peak)}`,
+    );
+    const phase2 = new Tally();
+    await mixed(sidecar, phase2);
+    out(phase2.line(`mixed phase (${MIXED_SECONDS} s, ${MIXED_WORKERS} workers)`));
+    const load = await loadLoop.stop();
+    for (const stop of streams) stop();
+    await new Promise((r) => setTimeout(r, 5000));
+    rss.stop();
+    const stats = (await (await fetch(`${sidecar.url}/guardian/stats`)).json()) as Record<string, unknown>;
+    out(loopLine('under load', load));
+    out(
+      `RSS: start ${mb(rss.start)} (idle baseline), peak ${mb(rss.peak)}, end ${mb(rss.last)} (5 s after the load)`,
+    );
+    out(
+      `sidecar counted: ${String(stats.compactions_performed)} compactions, ${String(stats.summaries_reused)} reused summaries, ` +
+        `${String(stats.oversized_spills)} spills, archive_deferred ${String(stats.archive_deferred)}, fail_open ${JSON.stringify(stats.fail_open)}`,
+    );
+    const unanswered = phase1.sent + phase2.sent - phase1.answered - phase2.answered;
+    out(unanswered === 0 ? 'every request answered' : `NOT ANSWERED: ${unanswered} request(s)`);
+  } finally {
+    await sidecar.stop();
+    await stub.stop();
+  }
+  out('');
+  await pasteMemory.figures(out);
+  const path = writeResults('soak.txt', lines);
+  process.stdout.write(`written to ${path}\n`);
+}
