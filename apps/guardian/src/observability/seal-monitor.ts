@@ -41,7 +41,7 @@ function sameBreak(a: ChainBreak | null, b: ChainBreak | null): boolean {
 }
 
 /**
- * Keeps `seal_status` and `guardian_archive_seal_ok` honest, always off the request path (docs/adr/0012):
+ * Keeps `seal_status` and `guardian_archive_seal_ok` honest, always off the request path (docs/adr/0120):
  * - at boot and every `intervalMs`, the whole archive is verified (every replica's runs: the volume is shared,
  *   CONTRACTS §4); a break it finds counts only if the same break is there again `settleMs` later, because another
  *   replica may have been between a span's rename and its chain line;
