@@ -24,6 +24,11 @@ function promtool(
       reject(new Error('promtool not found: apt-get install -y prometheus', { cause: err })),
     );
     child.on('close', (code) => resolve({ code, output }));
+    // A command that takes its input as arguments may exit before reading stdin: closing it then fails with
+    // EPIPE, which says nothing about the check (seen under load in the long tier). Anything else is a failure.
+    child.stdin.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') reject(err);
+    });
     child.stdin.end(opts.stdin ?? '');
   });
 }
