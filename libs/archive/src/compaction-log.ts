@@ -1,7 +1,5 @@
-import * as path from 'node:path';
-
 import { ArchiveError } from './archive-error';
-import { appendDurable, ensureDir } from './durable-fs';
+import { FolderAppender } from './durable-fs';
 
 /** One line per compaction or spill (CONTRACTS §4). No message text, no header values. */
 export interface CompactionLogLine {
@@ -38,9 +36,11 @@ export function utcDay(date: Date): string {
 /** Appends compaction lines to `<logDir>/<replica>-<yyyymmdd>.jsonl` (one file per replica, CONTRACTS §4). */
 export class CompactionLog {
   private readonly now: () => Date;
+  private readonly folder: FolderAppender;
 
   constructor(private readonly opts: { logDir: string; replica: string; now?: () => Date }) {
     this.now = opts.now ?? (() => new Date());
+    this.folder = new FolderAppender(opts.logDir);
   }
 
   async append(input: CompactionLogInput): Promise<CompactionLogLine> {
@@ -51,11 +51,7 @@ export class CompactionLog {
       replica: this.opts.replica,
     };
     try {
-      await ensureDir(this.opts.logDir);
-      await appendDurable(
-        path.join(this.opts.logDir, `${this.opts.replica}-${utcDay(at)}.jsonl`),
-        `${JSON.stringify(line)}\n`,
-      );
+      await this.folder.append(`${this.opts.replica}-${utcDay(at)}.jsonl`, `${JSON.stringify(line)}\n`);
     } catch (cause) {
       throw new ArchiveError('ARCHIVE_WRITE_FAILED', 'compaction log line not written', { cause });
     }

@@ -1,10 +1,8 @@
-import * as path from 'node:path';
-
 import { z } from 'zod';
 
 import { ArchiveError } from './archive-error';
 import { utcDay } from './compaction-log';
-import { appendDurable, ensureDir } from './durable-fs';
+import { FolderAppender } from './durable-fs';
 import { readDailyLogs } from './jsonl';
 
 /** Counts one recall or compaction leaves behind. Numbers only: no text, queries, paths or run ids. */
@@ -33,23 +31,21 @@ export type ReceiptLine = z.infer<typeof ReceiptLineSchema>;
  */
 export class Receipts {
   private readonly now: () => Date;
+  private readonly folder: FolderAppender | null;
 
   constructor(private readonly opts: { receiptsDir: string | null; replica: string; now?: () => Date }) {
     this.now = opts.now ?? (() => new Date());
+    this.folder = opts.receiptsDir === null ? null : new FolderAppender(opts.receiptsDir);
   }
 
   async record(counts: ReceiptCounts): Promise<void> {
-    const dir = this.opts.receiptsDir;
-    if (dir === null) return;
+    const folder = this.folder;
+    if (folder === null) return;
     const at = this.now();
     // Re-validated here so no caller can smuggle a string into a counts-only file.
     const line = ReceiptLineSchema.strict().parse({ ts: at.toISOString(), ...counts });
     try {
-      await ensureDir(dir);
-      await appendDurable(
-        path.join(dir, `${this.opts.replica}-${utcDay(at)}.jsonl`),
-        `${JSON.stringify(line)}\n`,
-      );
+      await folder.append(`${this.opts.replica}-${utcDay(at)}.jsonl`, `${JSON.stringify(line)}\n`);
     } catch (cause) {
       throw new ArchiveError('ARCHIVE_WRITE_FAILED', 'receipt not written', { cause });
     }

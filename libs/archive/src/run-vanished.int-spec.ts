@@ -1,8 +1,10 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { SpanInput } from './archive-writer';
+import { CompactionLog } from './compaction-log';
+import { Receipts } from './receipts';
 import { pruneRuns } from './maintenance';
 import { SealedArchive } from './sealed-archive';
 import { verifyArchive } from './verify';
@@ -100,6 +102,43 @@ describe('open runs past maxOpenRuns', () => {
     }
     expect(verdict.ok).toBe(true);
     expect(verdict.runs.find((r) => r.run === a1.run)?.lines).toBe(2);
+    rmSync(root, { recursive: true, force: true });
+  });
+});
+
+describe('the compaction log and receipts folders', () => {
+  it('are made once, and again when they vanish', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'logs-'));
+    const log = new CompactionLog({ logDir: join(root, 'log'), replica: 'logs1234' });
+    const receipts = new Receipts({ receiptsDir: join(root, 'receipts'), replica: 'logs1234' });
+    const line = {
+      run: null,
+      span: null,
+      session_hash: SESSION,
+      owner_hash: null,
+      route: 'chat',
+      model: 'm',
+      window: 8192,
+      tokens_before: 9000,
+      tokens_after: 3000,
+      count_source: 'estimate',
+      evicted_messages: 4,
+      summary_reused: false,
+      summariser_calls: 1,
+      chunked: false,
+      oversized_spilled: 0,
+      pins: 0,
+      archive_deferred: false,
+      dry_run: false,
+    };
+    await log.append(line);
+    await receipts.record({ kind: 'compaction', tokens_before: 9000, tokens_after: 3000 });
+    rmSync(join(root, 'log'), { recursive: true });
+    rmSync(join(root, 'receipts'), { recursive: true });
+    await log.append(line);
+    await receipts.record({ kind: 'compaction', tokens_before: 9000, tokens_after: 3000 });
+    expect(readdirSync(join(root, 'log'))).toHaveLength(1);
+    expect(readdirSync(join(root, 'receipts'))).toHaveLength(1);
     rmSync(root, { recursive: true, force: true });
   });
 });
