@@ -6,7 +6,7 @@ import { startStack, type Stack } from '../support/stack';
 // the sidecar nor flood the backend with discovery calls (issue 12 defect 6: 15,000 names made /guardian/stats
 // 3.9 MB and cost 15,000 discovery calls).
 
-const NAMES = 600;
+const NAMES = 400;
 
 interface Stats {
   windows: Record<string, { window: number; source: string }>;

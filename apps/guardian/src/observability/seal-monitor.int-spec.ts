@@ -127,7 +127,7 @@ describe('SealMonitor', () => {
     expect([state.sealStatus, await gauge(), errors]).toEqual(['ok', 1, []]);
   });
 
-  it('never takes its own writes in flight for breaks, under continuous writes to 100 runs', async () => {
+  it('never takes its own writes in flight for breaks, under continuous writes to 50 runs', async () => {
     monitor = newMonitor(5);
     monitor.start();
     let polls = 0;
@@ -140,9 +140,9 @@ describe('SealMonitor', () => {
         await new Promise((r) => setTimeout(r, 2));
       }
     })();
-    for (let round = 0; round < 30; round++)
+    for (let round = 0; round < 20; round++)
       await Promise.all(
-        Array.from({ length: 100 }, (_, s) => own.write(spanInput(`s${s}`, `round ${round}`))),
+        Array.from({ length: 50 }, (_, s) => own.write(spanInput(`s${s}`, `round ${round}`))),
       );
     await monitor.checkOwn();
     writing = false;
