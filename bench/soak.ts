@@ -4,9 +4,13 @@
 // live event streams). Printed: every request answered or not, RSS at start / peak / end (the idle sidecar is the
 // baseline), the event-loop delay p99 per 2-s window (idle baseline, then under load), then the big-paste memory
 // figures (bench/paste-memory.ts). Bounded: each phase has a fixed size or duration, each request a 120-s timeout.
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import * as pasteMemory from './paste-memory';
+import { summariseProfile } from './profile';
 import {
   mb,
   PATHS,
@@ -137,7 +141,11 @@ export async function run(): Promise<void> {
     process.stdout.write(`${line}\n`);
   };
   const stub = await startStubChild(8192);
-  const sidecar = await startSidecar(stub.url, { GUARDIAN_RESERVE_OUTPUT: '1024' });
+  // BENCH_PROFILE=1: where the sidecar's CPU went during the soak (what holds the event loop).
+  const profileDir =
+    process.env.BENCH_PROFILE === '1' ? mkdtempSync(join(tmpdir(), 'cg-soak-prof-')) : undefined;
+  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const sidecar = await startSidecar(stub.url, { GUARDIAN_RESERVE_OUTPUT: '1024' }, nodeArgs);
   try {
     const rss = new RssSampler(sidecar.pid, 200);
     const idleLoop = loopSampler(sidecar.url);
@@ -177,6 +185,11 @@ export async function run(): Promise<void> {
   } finally {
     await sidecar.stop();
     await stub.stop();
+  }
+  if (profileDir) {
+    for (const f of readdirSync(profileDir).filter((n) => n.endsWith('.cpuprofile')))
+      for (const line of summariseProfile(join(profileDir, f))) out(line);
+    rmSync(profileDir, { recursive: true, force: true });
   }
   out('');
   await pasteMemory.figures(out);
