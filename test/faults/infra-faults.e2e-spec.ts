@@ -94,7 +94,9 @@ describe('faults in Redis and the span volume', () => {
       during: ['ok'],
     });
     for (const row of got) expect([row.missing, row.unarchived]).toEqual([[], 0]);
+    // Redis down is not a compaction failure: the memo falls back to memory, each error counted.
     expect(counted.at(-1)!.failOpen).toEqual({});
+    expect(counted.at(-1)!.memoErrors).toBeGreaterThan(0);
   });
 
   it('Redis paused (SIGSTOP), then resumed: every request answered, every named span present', async () => {
@@ -106,6 +108,7 @@ describe('faults in Redis and the span volume', () => {
       during: ['ok'],
     });
     for (const row of got) expect([row.missing, row.unarchived]).toEqual([[], 0]);
+    expect(counted.at(-1)!.memoErrors).toBeGreaterThan(0);
   });
 
   it('span volume read-only, then writable: every request answered, spans deferred and counted', async () => {

@@ -37,12 +37,14 @@ export interface Counted {
   failOpen: Record<string, number>;
   upstreamError: number;
   archiveDeferred: number;
+  /** Memo store errors (Redis down or paused): each one failed open to the local memo. */
+  memoErrors: number;
 }
 
 /** Reads the counters a fault row reports from guardian's /metrics. */
 export async function readCounters(guardianUrl: string): Promise<Omit<Counted, 'fault'>> {
   const text = await (await fetch(`${guardianUrl}/metrics`)).text();
-  const out = { failOpen: {} as Record<string, number>, upstreamError: 0, archiveDeferred: 0 };
+  const out = { failOpen: {} as Record<string, number>, upstreamError: 0, archiveDeferred: 0, memoErrors: 0 };
   for (const line of text.split('\n')) {
     const value = Number(line.slice(line.lastIndexOf(' ') + 1));
     const stage = /^guardian_fail_open_total\{stage="([a-z_]+)"\}/.exec(line)?.[1];
@@ -50,6 +52,7 @@ export async function readCounters(guardianUrl: string): Promise<Omit<Counted, '
     if (line.startsWith('guardian_requests_total{') && line.includes('outcome="upstream_error"'))
       out.upstreamError += value;
     if (line.startsWith('guardian_archive_deferred_total ')) out.archiveDeferred = value;
+    if (line.startsWith('guardian_memo_errors_total{')) out.memoErrors += value;
   }
   return out;
 }
@@ -65,6 +68,7 @@ function delta(before: Omit<Counted, 'fault'>, after: Omit<Counted, 'fault'>, fa
     failOpen,
     upstreamError: after.upstreamError - before.upstreamError,
     archiveDeferred: after.archiveDeferred - before.archiveDeferred,
+    memoErrors: after.memoErrors - before.memoErrors,
   };
 }
 
@@ -215,7 +219,7 @@ export async function runFault(
 export function formatCounted(counted: Counted[]): string {
   const lines = counted.map((c) => {
     const stages = Object.entries(c.failOpen).map(([k, v]) => `${k} ${v}`);
-    return `${c.fault.padEnd(18)}fail_open ${stages.length ? stages.join(', ') : '0'}; upstream_error ${c.upstreamError}; archive_deferred ${c.archiveDeferred}`;
+    return `${c.fault.padEnd(18)}fail_open ${stages.length ? stages.join(', ') : '0'}; upstream_error ${c.upstreamError}; archive_deferred ${c.archiveDeferred}; memo_errors ${c.memoErrors}`;
   });
   return ['counted by guardian while each fault ran:', ...lines].join('\n');
 }
