@@ -17,7 +17,10 @@ const RUNS = process.env.LONG === '1' ? 3000 : 300;
 const CONCURRENCY = 8;
 /** A quiet spell after the traffic, in which an idle sidecar should spend next to no CPU. */
 const IDLE_MS = 3000;
-/** Kubernetes sends SIGKILL 30 s after SIGTERM; guardian's own grace for requests in flight is 25 s. */
+/**
+ * Kubernetes sends SIGKILL 30 s after SIGTERM; guardian's own grace for requests in flight is 25 s. Exiting within
+ * the grace is behaviour a pod depends on, not a speed figure, so it is asserted, with a wide margin.
+ */
 const GRACE_MS = 10_000;
 
 function cpuSeconds(pid: number): number {
@@ -76,7 +79,8 @@ describe(`SIGTERM with ${RUNS} runs of the process's own`, () => {
       }),
     );
     const cpu = cpuSeconds(pid) - cpuStart;
-    // Idle now: nothing new to verify, so the monitor costs (next to) nothing.
+    // Idle now: nothing new to verify, so the monitor should cost next to nothing. Printed, not asserted (a figure
+    // is the benchmarks' business); that it reads only what changed is asserted in seal-monitor.int-spec.ts.
     const idleStart = cpuSeconds(pid);
     await new Promise((r) => setTimeout(r, IDLE_MS));
     const idleCpu = cpuSeconds(pid) - idleStart;
@@ -91,7 +95,6 @@ describe(`SIGTERM with ${RUNS} runs of the process's own`, () => {
     expect(gauge.length).toBeGreaterThan(0);
     expect(gauge.filter((g) => g !== 1)).toEqual([]);
     expect(sidecar.stdout.join('\n')).not.toContain('hash chain broken');
-    expect(idleCpu).toBeLessThan(0.5);
 
     // SIGTERM while new sessions keep compacting: the process exits well within the grace.
     let more = true;
