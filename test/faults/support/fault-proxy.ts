@@ -19,6 +19,8 @@ export const FAULTS = [
   'refuse',
   'hang',
   'http-503',
+  'http-503-big',
+  'http-400-big',
   'reset-mid-stream',
   'malformed-sse',
   'summary-empty',
@@ -34,6 +36,11 @@ export const MALFORMED = {
   json: '{"id":"x","object":"chat.completion","choices":[{"message":{"content":"cut',
 };
 export const HTML_503 = '<html><body><h1>503 Service Unavailable</h1>backend is loading</body></html>';
+/** Error bodies over the 1 MB guardian reads of an error answer (issue 12 defect 4): a proxy's HTML page, a 400. */
+export const BIG_503 = `<html><body><h1>503 Service Unavailable</h1>${'<p>backend is loading</p>'.repeat(70_000)}</body></html>`;
+export const BIG_400 = JSON.stringify({
+  error: { message: 'invalid request', type: 'invalid_request_error', detail: 'x'.repeat(1_500_000) },
+});
 
 const GENERATION = new Set(['/v1/chat/completions', '/v1/messages', '/v1/responses']);
 
@@ -155,6 +162,13 @@ export class FaultProxy {
     if (fault === 'http-503') {
       this.count(fault);
       res.writeHead(503, { 'content-type': 'text/html', 'retry-after': '7' }).end(HTML_503);
+      return;
+    }
+    if ((fault === 'http-503-big' || fault === 'http-400-big') && answer) {
+      this.count(fault);
+      if (fault === 'http-503-big')
+        res.writeHead(503, { 'content-type': 'text/html', 'retry-after': '7' }).end(BIG_503);
+      else res.writeHead(400, { 'content-type': 'application/json' }).end(BIG_400);
       return;
     }
     if (fault === 'malformed-sse' && answer) {
