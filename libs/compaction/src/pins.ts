@@ -1,3 +1,5 @@
+import type { NeutralMessage } from './types';
+
 /**
  * Pinned facts (CONTRACTS §3, the seed's phrase list): a sentence a user typed that asks for it to be kept is
  * carried verbatim in every later compacted request, whatever a summary says. So are `## Must Keep` bullets.
@@ -90,4 +92,29 @@ export function capPins(pins: readonly string[], maxChars: number): string[] {
     kept.unshift(p);
   }
   return kept;
+}
+
+/** The pins each message asks for, index for index (only text a person typed can pin). */
+export function pinsByMessage(messages: readonly NeutralMessage[]): string[][] {
+  return messages.map((m) => (m.userTyped && m.role === 'user' ? extractPins(m.text) : []));
+}
+
+/**
+ * The pins a summary block carries for a cut, in shedding order (the first is shed first, CONTRACTS §3): the
+ * summaries' `## Must Keep` bullets that the current summary no longer states, then the user's own pins from the
+ * evicted messages, each oldest first. The user's own words outrank a model's list of them
+ * (docs/adr/0008-rebuild-policy.md), so the cap at GUARDIAN_PIN_MAX_CHARS drops the bullets first too.
+ */
+export function carriedPins(opts: {
+  byMessage: readonly (readonly string[])[];
+  cut: number;
+  mustKeep: readonly string[];
+  /** The summary text as the block carries it: a bullet it still states is not repeated. */
+  summary: string;
+  maxChars: number;
+}): string[] {
+  const typed = mergePins(...opts.byMessage.slice(0, opts.cut));
+  const typedSet = new Set(typed);
+  const bullets = opts.mustKeep.filter((b) => !typedSet.has(b) && !opts.summary.includes(b));
+  return capPins([...bullets, ...typed], opts.maxChars);
 }

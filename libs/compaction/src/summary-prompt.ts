@@ -125,3 +125,19 @@ function headAndTail(text: string, maxChars: number): string {
   const tail = Math.max(0, maxChars - head - 80);
   return `${text.slice(0, head)}\n[... ${text.length - head - tail} characters left out for this summary call ...]\n${text.slice(text.length - tail)}`;
 }
+
+/**
+ * The summariser's max_tokens: half the output reserve, between 256 and 2,048 tokens. A summary that stands in for a
+ * stretch is a page, not a chapter, and it must leave the reserve for the answer to the client's own request.
+ */
+export function maxSummaryTokens(reserve: number): number {
+  return Math.min(2048, Math.max(256, Math.floor(reserve / 2)));
+}
+
+/**
+ * The most summary characters a block carries: max_tokens at the configured characters per token, with a quarter
+ * more for text a tokenizer packs densely. The cap bounds the block for a backend that ignores max_tokens.
+ */
+export function summaryMaxChars(reserve: number, counter: Counter): number {
+  return Math.ceil(maxSummaryTokens(reserve) * counter.charsPerToken * 1.25);
+}

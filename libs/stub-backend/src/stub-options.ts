@@ -25,6 +25,7 @@ const optionsSchema = z.object({
   port: z.number().int().min(0).max(65535).default(0),
   tokenize: z.boolean().optional(),
   tokenizeDelayMs: z.number().int().min(0).default(0),
+  tokenizeTools: z.boolean().default(true),
   countTokensEndpoint: z.boolean().default(true),
   latencyMs: z.number().int().min(0).default(0),
   maxRecorded: z.number().int().min(0).default(10_000),
@@ -39,6 +40,7 @@ export interface ResolvedOptions {
   port: number;
   tokenize: boolean;
   tokenizeDelayMs: number;
+  tokenizeTools: boolean;
   countTokensEndpoint: boolean;
   latencyMs: number;
   maxRecorded: number;

@@ -20,6 +20,11 @@ export interface StubOptions {
   tokenize?: boolean;
   /** Delay every `/tokenize` answer by this many milliseconds (to exercise a tokenize timeout). */
   tokenizeDelayMs?: number;
+  /**
+   * vLLM `/tokenize` accepts `tools` and renders them in the chat template. Default true; false answers 400 to a
+   * request that carries them, as a tokenizer endpoint that predates the field does.
+   */
+  tokenizeTools?: boolean;
   /** Serve `POST /v1/messages/count_tokens`. Default true. */
   countTokensEndpoint?: boolean;
   /** Scripted reply for non-summary generation requests; `undefined` falls back to the default reply. */

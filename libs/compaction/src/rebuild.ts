@@ -1,0 +1,141 @@
+import { MESSAGE_OVERHEAD_CHARS, messageTokens, tokensForChars } from './estimate';
+import type { Counter, NeutralMessage } from './types';
+
+/** Characters the summary block costs beyond its text: the separator where it joins the client's system prompt. */
+export const BLOCK_OVERHEAD_CHARS = 16;
+/**
+ * What an older paste is cut to when the request must shrink: a head and a tail of about this many tokens in all,
+ * with the pointer. Fixed rather than "just enough", so the same paste is cut the same way on every later turn and
+ * the backend's prefix cache still matches the request up to the newest message.
+ */
+export const SPILL_PREVIEW_TOKENS = 512;
+/** Below this much room a cut of the newest message would say nothing useful: it is left whole. */
+export const MIN_SPILL_ROOM_TOKENS = 128;
+
+export interface RebuildInput {
+  messages: readonly NeutralMessage[];
+  /** Characters every request carries outside the messages (tools, top-level system). */
+  fixedChars: number;
+  counter: Counter;
+  /** Input budget in tokens. */
+  budget: number;
+  /** Messages before this index (system messages excepted) are evicted; 0 evicts nothing and places no block. */
+  cut: number;
+  /** Renders the summary block carrying `pins`. Required when `cut` > 0. */
+  renderBlock?: (pins: readonly string[]) => string;
+  /** Pins the block may carry, in shedding order: the first is shed first (carriedPins). */
+  pins: readonly string[];
+}
+
+export interface SpillOrder {
+  index: number;
+  /** Tokens the cut text (head, pointer, tail) may take. */
+  roomTokens: number;
+  /** The newest message the user typed: cut only because it alone exceeds what is left. */
+  newest: boolean;
+}
+
+export interface RebuildPlan {
+  cut: number;
+  /** Indexes of the client's items that are forwarded, in order. */
+  keep: number[];
+  block?: string;
+  /** The pins the block carries (after any shedding). */
+  pins: string[];
+  spills: SpillOrder[];
+  /** Estimated tokens of the rebuilt request, each spilled message at its room (an upper bound). */
+  tokens: number;
+}
+
+/** Tokens a summary block adds to a request. */
+export function blockTokens(block: string | undefined, counter: Counter): number {
+  return block === undefined ? 0 : tokensForChars(block.length + BLOCK_OVERHEAD_CHARS, counter);
+}
+
+/** The newest message the user typed at or after `from` (the one being asked), if any. */
+export function newestTyped(messages: readonly NeutralMessage[], from: number): number | undefined {
+  for (let i = messages.length - 1; i >= from; i--) {
+    const m = messages[i];
+    if (m?.role === 'user' && m.userTyped) return i;
+  }
+  return undefined;
+}
+
+/**
+ * The rebuild around one cut (CONTRACTS §3, order of measures, after the planner chose the cut): keep the system
+ * messages and the tail; place the block with every pin; while over budget, cut older pastes to a preview, oldest
+ * first; then the newest typed message, only when it alone exceeds what is left; shed pins last of all, in order.
+ * Pure: the spills' archive writes and texts happen after, from `spills` (see {@link rebuiltTokens}).
+ */
+export function planRebuild(input: RebuildInput): RebuildPlan {
+  const { messages, counter, budget, cut } = input;
+  const keep: number[] = [];
+  messages.forEach((m, i) => {
+    if (m.role === 'system' || i >= cut) keep.push(i);
+  });
+  let body = tokensForChars(input.fixedChars, counter);
+  for (const i of keep) body += messageTokens(messages[i]!, counter);
+  let pins = [...input.pins];
+  let block = cut > 0 ? input.renderBlock?.(pins) : undefined;
+  const total = (): number => body + blockTokens(block, counter);
+  const overhead = tokensForChars(MESSAGE_OVERHEAD_CHARS, counter);
+  const spills: SpillOrder[] = [];
+
+  const newest = newestTyped(messages, cut);
+  for (const i of keep) {
+    if (total() <= budget) break;
+    const m = messages[i]!;
+    if (i === newest || m.role === 'system' || !m.spillable) continue;
+    const t = messageTokens(m, counter);
+    if (t <= SPILL_PREVIEW_TOKENS + overhead) continue;
+    spills.push({ index: i, roomTokens: SPILL_PREVIEW_TOKENS, newest: false });
+    body -= t - (SPILL_PREVIEW_TOKENS + overhead);
+  }
+  const m = newest === undefined ? undefined : messages[newest];
+  if (newest !== undefined && m?.spillable && total() > budget) {
+    const t = messageTokens(m, counter);
+    const room = budget - (total() - t) - overhead;
+    if (room >= MIN_SPILL_ROOM_TOKENS) {
+      spills.push({ index: newest, roomTokens: room, newest: true });
+      body -= t - (room + overhead);
+    }
+  }
+  while (block !== undefined && pins.length > 0 && total() > budget) {
+    pins = pins.slice(1);
+    block = input.renderBlock?.(pins);
+  }
+  spills.sort((a, b) => a.index - b.index);
+  return { cut, keep, block, pins, spills, tokens: total() };
+}
+
+/** Tokens of the rebuilt request once the spilled texts are known (`replaced`: index -> the text forwarded). */
+export function rebuiltTokens(
+  input: Pick<RebuildInput, 'messages' | 'fixedChars' | 'counter'>,
+  plan: Pick<RebuildPlan, 'keep' | 'block'>,
+  replaced: ReadonlyMap<number, string>,
+): number {
+  let t = tokensForChars(input.fixedChars, input.counter) + blockTokens(plan.block, input.counter);
+  for (const i of plan.keep) {
+    const text = replaced.get(i);
+    t +=
+      text === undefined
+        ? messageTokens(input.messages[i]!, input.counter)
+        : tokensForChars(text.length + MESSAGE_OVERHEAD_CHARS, input.counter);
+  }
+  return t;
+}
+
+/**
+ * Which rebuild goes out: the one around the cut, unless it is no smaller than what the client sent (a short stretch
+ * replaced by a longer summary); then the spill alone when it helps; else nothing (CONTRACTS §3: the forwarded
+ * request is never larger than what the client sent).
+ */
+export function chooseRebuild(
+  requestTokens: number,
+  withCut: RebuildPlan | undefined,
+  spillOnly: () => RebuildPlan,
+): RebuildPlan | undefined {
+  if (withCut && withCut.cut > 0 && withCut.tokens < requestTokens) return withCut;
+  const alone = spillOnly();
+  return alone.spills.length > 0 && alone.tokens < requestTokens ? alone : undefined;
+}
