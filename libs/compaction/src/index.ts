@@ -1,3 +1,4 @@
+export * from './block-plan';
 export * from './budget';
 export * from './checkpoint';
 export * from './cuts';

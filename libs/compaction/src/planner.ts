@@ -68,8 +68,11 @@ export function planCompaction(input: PlanInput): Plan {
   const { messages, budget, memo } = input;
   if (input.requestTokens <= budget.budget) return { action: 'fits', tokens: input.requestTokens };
 
-  const from = memo && memo.cut < messages.length ? memo.cut : 0;
-  const reuseTokens = memo && from > 0 ? tokensAfterCut(input, from, memo.summaryTokens) : undefined;
+  // A memoized cut that a later message made invalid (a result arriving after it for a call before it) is not reused:
+  // tool pairs are never split, whatever the memo says.
+  const usable = memo !== undefined && memo.cut < messages.length && allowedCuts(messages)[memo.cut] === true;
+  const from = usable ? memo.cut : 0;
+  const reuseTokens = usable && from > 0 ? tokensAfterCut(input, from, memo.summaryTokens) : undefined;
   if (reuseTokens !== undefined && reuseTokens <= budget.budget)
     return { action: 'reuse', cut: from, tokens: reuseTokens };
 

@@ -1,15 +1,16 @@
 import { MESSAGE_OVERHEAD_CHARS, messageTokens, tokensForChars } from './estimate';
+import { spillReserveChars } from './spill';
 import type { Counter, NeutralMessage } from './types';
 
 /** Characters the summary block costs beyond its text: the separator where it joins the client's system prompt. */
 export const BLOCK_OVERHEAD_CHARS = 16;
 /**
  * What an older paste is cut to when the request must shrink: a head and a tail of about this many tokens in all,
- * with the pointer. Fixed rather than "just enough", so the same paste is cut the same way on every later turn and
+ * plus the pointer. Fixed rather than "just enough", so the same paste is cut the same way on every later turn and
  * the backend's prefix cache still matches the request up to the newest message.
  */
 export const SPILL_PREVIEW_TOKENS = 512;
-/** Below this much room a cut of the newest message would say nothing useful: it is left whole. */
+/** Below this much room for head and tail a cut of the newest message would say nothing useful: it is left whole. */
 export const MIN_SPILL_ROOM_TOKENS = 128;
 
 export interface RebuildInput {
@@ -25,11 +26,13 @@ export interface RebuildInput {
   renderBlock?: (pins: readonly string[]) => string;
   /** Pins the block may carry, in shedding order: the first is shed first (carriedPins). */
   pins: readonly string[];
+  /** The pins each message asks for (pinsByMessage): a spilled message carries them, and they take its room. */
+  pinsBy?: readonly (readonly string[])[];
 }
 
 export interface SpillOrder {
   index: number;
-  /** Tokens the cut text (head, pointer, tail) may take. */
+  /** Tokens the cut text (head, pointer, carried pins, tail) may take. */
   roomTokens: number;
   /** The newest message the user typed: cut only because it alone exceeds what is left. */
   newest: boolean;
@@ -81,21 +84,29 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
   const overhead = tokensForChars(MESSAGE_OVERHEAD_CHARS, counter);
   const spills: SpillOrder[] = [];
 
+  // What a spill of message i adds besides head and tail: the pointer and the pins it carries.
+  const reserve = (i: number): number => tokensForChars(spillReserveChars(input.pinsBy?.[i] ?? []), counter);
   const newest = newestTyped(messages, cut);
   for (const i of keep) {
     if (total() <= budget) break;
     const m = messages[i]!;
     if (i === newest || m.role === 'system' || !m.spillable) continue;
     const t = messageTokens(m, counter);
-    if (t <= SPILL_PREVIEW_TOKENS + overhead) continue;
-    spills.push({ index: i, roomTokens: SPILL_PREVIEW_TOKENS, newest: false });
-    body -= t - (SPILL_PREVIEW_TOKENS + overhead);
+    const room = SPILL_PREVIEW_TOKENS + reserve(i);
+    if (t <= room + overhead) continue;
+    spills.push({ index: i, roomTokens: room, newest: false });
+    body -= t - (room + overhead);
   }
   const m = newest === undefined ? undefined : messages[newest];
   if (newest !== undefined && m?.spillable && total() > budget) {
     const t = messageTokens(m, counter);
-    const room = budget - (total() - t) - overhead;
-    if (room >= MIN_SPILL_ROOM_TOKENS) {
+    const least = MIN_SPILL_ROOM_TOKENS + reserve(newest);
+    // Worth cutting only if the room would reach the least useful once every pin is shed; the pins then go last,
+    // and only as far as the budget needs. Where the fixed part alone nearly fills the budget, it stays whole.
+    const bareBlock = block === undefined ? 0 : blockTokens(input.renderBlock?.([]), counter);
+    const roomBare = budget - (total() - blockTokens(block, counter) + bareBlock - t) - overhead;
+    const room = Math.max(budget - (total() - t) - overhead, least);
+    if (roomBare >= least && t > room + overhead) {
       spills.push({ index: newest, roomTokens: room, newest: true });
       body -= t - (room + overhead);
     }

@@ -65,3 +65,16 @@ export function spillPointer(args: {
   const where = args.ref ? `archived as ${args.ref}` : 'not archived yet';
   return `[context-guardian: message ${args.position} (${args.originalTokens} tokens) ${where} -- the middle ${args.omittedTokens} tokens are omitted; with the recall MCP server, search_spans/read_span open the full text]`;
 }
+
+/**
+ * The most characters a spill adds besides the head and tail: the pointer line with the largest numbers and a long
+ * ref, and its two line breaks. The rebuild plans each spill's room with it, so a planned spill is never refused.
+ */
+export const POINTER_MAX_CHARS =
+  spillPointer({ position: 999_999, originalTokens: 99_999_999, ref: 'r'.repeat(80), omittedTokens: 99_999_999 })
+    .length + 2;
+
+/** Characters a spill of a message with these pins reserves besides its head and tail. */
+export function spillReserveChars(pins: readonly string[]): number {
+  return POINTER_MAX_CHARS + pins.reduce((n, p) => n + OMITTED_PIN_LABEL.length + p.length + 1, 0);
+}

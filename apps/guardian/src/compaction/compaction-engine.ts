@@ -1,21 +1,19 @@
 import { Injectable } from '@nestjs/common';
 
 import {
-  blockTokens,
-  capSummary,
-  carriedPins,
   chooseRebuild,
-  evictedIndexes,
+  fullBlockTokens,
+  nextBlockSource,
   pinsByMessage,
   planCompaction,
   planRebuild,
   prefixHashes,
   rebuiltTokens,
-  renderSummaryBlock,
+  rebuildInput,
   spillPointer,
   spillText,
-  summaryMaxChars,
-  type RebuildInput,
+  type BlockContext,
+  type BlockSource,
   type RebuildPlan,
 } from '@guardian/compaction';
 import type { MemoEntry } from '@guardian/memo';
@@ -26,15 +24,6 @@ import { DecisionReporter } from './decision-reporter';
 import { fillDigests } from './formats/format-adapter';
 import { StretchArchiver } from './stretch-archiver';
 import { pendingStart, StretchService, type StretchResult } from './stretch-service';
-
-/** A span ref as long as real ones (`<yyyymmdd-HHMMSS>-<8 hex>-<8 hex>/NNNN.json`), for sizing a block before it exists. */
-const REF_PLACEHOLDER = `${'0'.repeat(15)}-${'0'.repeat(8)}-${'0'.repeat(8)}/0000.json`;
-
-/** What a block stands for: a memo entry, or the one a new summary will make. */
-type BlockSource = Pick<MemoEntry, 'summary' | 'cut' | 'spans' | 'spanTotal'> & {
-  deferred: boolean;
-  mustKeep: readonly string[];
-};
 
 /**
  * One over-budget request, top to bottom (CONTRACTS §3): plan the cut (libs/compaction), get its summary (reused
@@ -64,7 +53,16 @@ export class CompactionEngine {
     fillDigests(conv);
     const hashes = prefixHashes(conv.messages);
     const memo = await this.stretches.lookup(ctx, hashes);
-    const pinsBy = this.config.env.GUARDIAN_PIN_MAX_CHARS > 0 ? pinsByMessage(conv.messages) : [];
+    const pinMaxChars = this.config.env.GUARDIAN_PIN_MAX_CHARS;
+    const block: BlockContext = {
+      messages: conv.messages,
+      fixedChars: conv.fixedChars,
+      counter: count.counter,
+      budget,
+      pinMaxChars,
+      pinsBy: pinMaxChars > 0 ? pinsByMessage(conv.messages) : [],
+    };
+    const memoSource = memo ? source(memo) : undefined;
     const plan = planCompaction({
       messages: conv.messages,
       fixedChars: conv.fixedChars,
@@ -75,10 +73,9 @@ export class CompactionEngine {
         messages: this.config.env.GUARDIAN_KEEP_RECENT_MESSAGES,
       },
       requestTokens: count.tokens,
-      memo: memo
-        ? { cut: memo.cut, summaryTokens: this.fullBlockTokens(ctx, source(memo), pinsBy) }
-        : undefined,
-      newBlockTokens: (cut) => this.fullBlockTokens(ctx, this.nextSource(ctx, memo, cut), pinsBy),
+      memo:
+        memo && memoSource ? { cut: memo.cut, summaryTokens: fullBlockTokens(block, memoSource) } : undefined,
+      newBlockTokens: (cut) => fullBlockTokens(block, nextBlockSource(block, memoSource, cut)),
     });
     if (plan.action === 'fits') return unchanged;
 
@@ -98,15 +95,14 @@ export class CompactionEngine {
     else if (plan.action === 'compact' && this.stretches.worthSummarising(ctx, plan.from, plan.cut))
       stretch = await this.stretches.summarise(ctx, hashes, memo, plan.from, plan.cut);
 
-    const withCut = stretch ? planRebuild(this.rebuildInput(ctx, source(stretch.entry), pinsBy)) : undefined;
-    const chosen = chooseRebuild(count.tokens, withCut, () =>
-      planRebuild(this.rebuildInput(ctx, undefined, pinsBy)),
-    );
+    const withCut = stretch ? planRebuild(rebuildInput(block, source(stretch.entry))) : undefined;
+    const chosen = chooseRebuild(count.tokens, withCut, () => planRebuild(rebuildInput(block, undefined)));
     if (!chosen) return unchanged; // nothing could help without growing the request: forward it as sent
     // A stretch whose summary did not pay for itself stays archived and memoized; this request goes without it.
     if (chosen.cut === 0) stretch = undefined;
-    const { body, tokens, spilled } = await this.render(ctx, chosen, pinsBy);
-    if (!stretch && spilled === 0) return unchanged;
+    const { body, tokens, spilled } = await this.render(ctx, chosen, block.pinsBy);
+    // The plan's rooms hold every pointer, so this is only a guard: never forward more than the client sent.
+    if ((!stretch && spilled === 0) || tokens >= count.tokens) return unchanged;
     const decision: Decision = {
       outcome: stretch ? (stretch.calls > 0 ? 'compacted' : 'reused') : 'spilled',
       body,
@@ -119,70 +115,11 @@ export class CompactionEngine {
     return decision;
   }
 
-  /** What a new cut's block will stand for: the memo's chain plus one more span, and a summary of the longest allowed. */
-  private nextSource(ctx: RequestContext, memo: MemoEntry | undefined, cut: number): BlockSource {
-    const spans = [...(memo?.spans ?? []), REF_PLACEHOLDER];
-    return {
-      summary: 'x'.repeat(summaryMaxChars(ctx.budget.reserve, ctx.count.counter)),
-      cut,
-      spans,
-      spanTotal: (memo?.spanTotal ?? memo?.spans.length ?? 0) + 1,
-      deferred: false,
-      mustKeep: memo?.mustKeep ?? [],
-    };
-  }
-
-  private rebuildInput(
-    ctx: RequestContext,
-    block: BlockSource | undefined,
-    pinsBy: readonly string[][],
-  ): RebuildInput {
-    const { conv, count, budget } = ctx;
-    const base = {
-      messages: conv.messages,
-      fixedChars: conv.fixedChars,
-      counter: count.counter,
-      budget: budget.budget,
-    };
-    if (!block) return { ...base, cut: 0, pins: [] };
-    const summary = capSummary(block.summary, summaryMaxChars(budget.reserve, count.counter));
-    return {
-      ...base,
-      cut: block.cut,
-      pins: this.pins(block, summary, pinsBy),
-      renderBlock: (pins) =>
-        renderSummaryBlock({
-          summary,
-          evictedMessages: evictedIndexes(conv.messages, 0, block.cut).length,
-          spans: block.spans,
-          spanTotal: block.spanTotal,
-          deferred: block.deferred,
-          pins,
-        }),
-    };
-  }
-
-  private pins(block: BlockSource, summary: string, pinsBy: readonly string[][]): string[] {
-    return carriedPins({
-      byMessage: pinsBy,
-      cut: block.cut,
-      mustKeep: block.mustKeep,
-      summary,
-      maxChars: this.config.env.GUARDIAN_PIN_MAX_CHARS,
-    });
-  }
-
-  /** Tokens of the block with every pin it may carry (what the planner weighs a cut by). */
-  private fullBlockTokens(ctx: RequestContext, block: BlockSource, pinsBy: readonly string[][]): number {
-    const input = this.rebuildInput(ctx, block, pinsBy);
-    return blockTokens(input.renderBlock?.(input.pins), ctx.count.counter);
-  }
-
   /** Archives each spilled message (once per session and paste), cuts its text, and writes the request. */
   private async render(
     ctx: RequestContext,
     plan: RebuildPlan,
-    pinsBy: readonly string[][],
+    pinsBy: readonly (readonly string[])[],
   ): Promise<{ body: Buffer; tokens: number; spilled: number }> {
     const { conv, count } = ctx;
     const replaceText = new Map<number, string>();
