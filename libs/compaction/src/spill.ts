@@ -71,8 +71,12 @@ export function spillPointer(args: {
  * ref, and its two line breaks. The rebuild plans each spill's room with it, so a planned spill is never refused.
  */
 export const POINTER_MAX_CHARS =
-  spillPointer({ position: 999_999, originalTokens: 99_999_999, ref: 'r'.repeat(80), omittedTokens: 99_999_999 })
-    .length + 2;
+  spillPointer({
+    position: 999_999,
+    originalTokens: 99_999_999,
+    ref: 'r'.repeat(80),
+    omittedTokens: 99_999_999,
+  }).length + 2;
 
 /** Characters a spill of a message with these pins reserves besides its head and tail. */
 export function spillReserveChars(pins: readonly string[]): number {
