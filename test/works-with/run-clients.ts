@@ -19,16 +19,16 @@ import { startStub, type StubBackend } from '@guardian/stub-backend';
 import { CLIENTS, COMMON_ENV, type ClientRun, type ClientSpec } from './clients';
 import { reexecInLoopbackNetns } from './support/netns';
 import { runProc } from './support/proc';
+import { CACHE_DIR, REPO_ROOT } from './support/paths';
 import { check, printRows, requestShape, type Row } from './support/report';
-import { REPO_ROOT, startSidecar } from './support/sidecar';
+import { startSidecar } from './support/sidecar';
 import { startTap } from './support/tap';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1] : undefined;
 };
-const CLIENTS_DIR =
-  arg('--clients-dir') ?? process.env.CG_CLIENTS_DIR ?? '/root/.cache/context-guardian/clients';
+const CLIENTS_DIR = arg('--clients-dir') ?? process.env.CG_CLIENTS_DIR ?? join(CACHE_DIR, 'clients');
 const ONLY = arg('--only');
 const KEEP = process.argv.includes('--keep');
 const TURN_TIMEOUT_MS = Number(process.env.CG_TURN_TIMEOUT_MS ?? 240000);
