@@ -15,6 +15,11 @@ export interface ClientSpec {
   name: string;
   /** npm package, for the version (its package.json) and the docs. */
   pkg: string;
+  /**
+   * The version `--install` puts in the clients cache: the one docs/WORKS_WITH.md records, so that a re-run (and the
+   * recordings it writes) compares like with like. Raise it to check a newer release.
+   */
+  version: string;
   /** Binary name under `<install>/node_modules/.bin`. */
   bin: string;
   /** Writes the client's config files into the isolated home; returns the extra environment. */
@@ -42,6 +47,7 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'claude-code',
     pkg: '@anthropic-ai/claude-code',
+    version: '2.1.197',
     bin: 'claude',
     setup: (r) => ({
       ANTHROPIC_BASE_URL: r.origin,
@@ -62,6 +68,7 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'codex',
     pkg: '@openai/codex',
+    version: '0.171.0',
     bin: 'codex',
     setup: (r) => {
       const codexHome = join(r.home, '.codex');
@@ -94,6 +101,7 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'opencode',
     pkg: 'opencode-ai',
+    version: '1.18.33',
     bin: 'opencode',
     setup: (r) => {
       write(
@@ -131,6 +139,7 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'qwen-code',
     pkg: '@qwen-code/qwen-code',
+    version: '0.15.10',
     bin: 'qwen',
     setup: (r) => {
       write(
@@ -150,6 +159,7 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'continue (cn)',
     pkg: '@continuedev/cli',
+    version: '1.5.47',
     bin: 'cn',
     setup: (r) => {
       const dir = join(r.home, '.continue');

@@ -2,6 +2,7 @@
  * Works-with check for real coding CLIs (docs/WORKS_WITH.md). Not part of `npm test`: it needs the CLIs installed
  * from npm into a scratch folder outside the repository and a built sidecar (`npm run build`).
  *
+ *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --install [--only NAME]
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts [--only NAME] [--clients-dir DIR] [--keep]
  *
  * Each client runs one scripted, over-budget conversation (a first turn carrying a big pasted log, then a second
@@ -10,13 +11,14 @@
  * an oversized spill happened, and the stub's answer reached the client's output. Each client's real request shapes
  * (no text, no key values) are written to test/works-with/recordings/<client>-<version>.json.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { startStub, type StubBackend } from '@guardian/stub-backend';
 
 import { CLIENTS, COMMON_ENV, type ClientRun, type ClientSpec } from './clients';
+import { installClient, installedVersion } from './support/install';
 import { reexecInLoopbackNetns } from './support/netns';
 import { runProc } from './support/proc';
 import { CACHE_DIR, REPO_ROOT } from './support/paths';
@@ -51,14 +53,6 @@ function firstPrompt(): string {
   return `Reply with one short line; do not run any tool or read any file. Here is a build log for reference:\n${lines.join('\n')}`;
 }
 
-function installedVersion(spec: ClientSpec): { bin: string; version: string } | undefined {
-  const dir = join(CLIENTS_DIR, spec.pkg.replace(/[@/]/g, '_'));
-  const bin = join(dir, 'node_modules', '.bin', spec.bin);
-  const pkgJson = join(dir, 'node_modules', ...spec.pkg.split('/'), 'package.json');
-  if (!existsSync(bin) || !existsSync(pkgJson)) return undefined;
-  return { bin, version: (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string }).version };
-}
-
 /** The last non-empty line of a client's error output, cut short: enough to say why, no prompt echo. */
 const lastLine = (text: string): string =>
   (
@@ -71,8 +65,8 @@ const lastLine = (text: string): string =>
     .slice(0, 160);
 
 async function runClient(spec: ClientSpec, stub: StubBackend, work: string): Promise<Row> {
-  const found = installedVersion(spec);
-  if (!found) return check(spec.name, '-', false, `not installed under ${CLIENTS_DIR}`);
+  const found = installedVersion(CLIENTS_DIR, spec);
+  if (!found) return check(spec.name, '-', false, `not installed under ${CLIENTS_DIR} (run with --install)`);
   const dir = join(work, spec.name.replace(/\W+/g, '-').replace(/-+$/, ''));
   const home = join(dir, 'home');
   const project = join(dir, 'project');
@@ -181,6 +175,12 @@ function judge(
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--install')) {
+    // Before the network namespace: npm needs the registry. Installs and stops; run again without --install.
+    for (const spec of CLIENTS.filter((c) => !ONLY || c.name === ONLY || c.bin === ONLY))
+      process.stdout.write(`${installClient(CLIENTS_DIR, spec)}\n`);
+    return;
+  }
   const isolation = reexecInLoopbackNetns();
   const stub = await startStub({
     window: 262144,
