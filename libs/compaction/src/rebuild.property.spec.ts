@@ -1,37 +1,25 @@
 import fc from 'fast-check';
 
 import {
-  fullBlockTokens,
-  nextBlockSource,
-  rebuildInput,
-  type BlockContext,
-  type BlockSource,
-} from './block-plan';
-import { computeBudget } from './budget';
-import { allowedCuts, evictedIndexes } from './cuts';
-import { MESSAGE_OVERHEAD_CHARS, messageTokens, requestChars, tokensForChars } from './estimate';
-import { mergePins, mustKeepBullets, pinsByMessage } from './pins';
-import { planCompaction } from './planner';
-import {
-  blockTokens,
-  chooseRebuild,
-  newestTyped,
-  planRebuild,
-  rebuiltTokens,
-  SPILL_PREVIEW_TOKENS,
-  type RebuildInput,
-  type RebuildPlan,
-} from './rebuild';
-import { spillPointer, spillReserveChars, spillText } from './spill';
+  simulate,
+  type SimRequest,
+  type SimSettings,
+  type SimTurn,
+} from '../../../test/support/compaction-sim';
+import { allowedCuts } from './cuts';
+import { MESSAGE_OVERHEAD_CHARS, messageTokens, tokensForChars } from './estimate';
+import { blockTokens, newestTyped, SPILL_PREVIEW_TOKENS } from './rebuild';
+import { spillReserveChars } from './spill';
 import { MAX_BLOCK_SPANS } from './summary-block';
 import { summaryMaxChars } from './summary-prompt';
-import type { Counter, NeutralMessage } from './types';
+import type { NeutralMessage } from './types';
 
 /**
  * The rebuild policy's invariants (issue 11, CONTRACTS §3) over random growing sessions: user turns with pins and big
  * pastes, tool calls answered out of order, mid-conversation system messages. Each session is sent turn by turn with a
- * memo of sticky cuts and a summariser that writes summaries of any length, as the engine does, without I/O.
- * test/compaction/rebuild-recordings.spec.ts runs the same checks over the real clients' shapes through the adapters.
+ * memo of sticky cuts and a summariser that writes summaries of any length, as the engine does, without I/O
+ * (test/support/compaction-sim.ts). test/compaction/rebuild-recordings.spec.ts runs the same simulation over the real
+ * clients' shapes through the format adapters.
  */
 type Op =
   | { kind: 'user'; words: number; pin: boolean; paste: boolean }
@@ -130,14 +118,8 @@ function build(ops: readonly Op[]): NeutralMessage[] {
   return out;
 }
 
-interface Settings {
-  window: number;
-  reserve: number;
-  fraction: number;
+interface Settings extends SimSettings {
   fixedChars: number;
-  pinMaxChars: number;
-  charsPerToken: number;
-  summaryChars: number;
 }
 
 const settings: fc.Arbitrary<Settings> = fc.record({
@@ -152,116 +134,17 @@ const settings: fc.Arbitrary<Settings> = fc.record({
 
 const sessions = fc.tuple(fc.array(op, { minLength: 4, maxLength: 70 }), settings);
 
-interface Memo extends BlockSource {
-  from: number;
-}
-
-interface Turn {
-  messages: readonly NeutralMessage[];
-  ctx: BlockContext;
-  requestTokens: number;
-  plan: RebuildPlan | undefined;
-  /** What the plan was made from (the pins before any shedding, the block renderer). */
-  input: RebuildInput | undefined;
-  action: string;
-  from: number;
-  text: string;
-  tokens: number;
-}
+type Turn = SimTurn;
 
 /** Sends every prefix that ends at a user or tool message, as a client does, and returns what each turn forwarded. */
 function run(full: readonly NeutralMessage[], s: Settings): Turn[] {
-  const counter: Counter = { charsPerToken: s.charsPerToken, factor: 1 };
-  const budget = computeBudget(s.window, 0.85, s.reserve);
-  let memo: Memo | undefined;
-  let spans = 0;
-  const turns: Turn[] = [];
+  const requests: SimRequest[] = [];
   for (let len = 2; len <= full.length; len++) {
-    const messages = full.slice(0, len);
-    const last = messages[len - 1]!;
-    if (last.role === 'assistant' || last.role === 'system') continue;
-    const ctx: BlockContext = {
-      messages,
-      fixedChars: s.fixedChars,
-      counter,
-      budget,
-      pinMaxChars: s.pinMaxChars,
-      pinsBy: s.pinMaxChars > 0 ? pinsByMessage(messages) : [],
-    };
-    const requestTokens = tokensForChars(requestChars(messages, s.fixedChars), counter);
-    const plan = planCompaction({
-      messages,
-      fixedChars: s.fixedChars,
-      counter,
-      budget,
-      keep: { fraction: s.fraction },
-      requestTokens,
-      memo: memo ? { cut: memo.cut, summaryTokens: fullBlockTokens(ctx, memo) } : undefined,
-      newBlockTokens: (cut) => fullBlockTokens(ctx, nextBlockSource(ctx, memo, cut)),
-    });
-    const whole = messages.map((m) => m.text).join('\n');
-    const turn: Turn = {
-      messages,
-      ctx,
-      requestTokens,
-      plan: undefined,
-      input: undefined,
-      action: plan.action,
-      from: memo?.cut ?? 0,
-      text: whole,
-      tokens: requestTokens,
-    };
-    turns.push(turn);
-    if (plan.action === 'fits') continue;
-    let source: BlockSource | undefined;
-    if (plan.action === 'reuse') source = memo;
-    else if (plan.action === 'compact') {
-      const evicted = evictedIndexes(messages, plan.from, plan.cut).map((i) => messages[i]!.text);
-      const facts = evicted.join('\n').match(/FACT-\d+-OK/g) ?? [];
-      const summary = `Summary of ${plan.from}-${plan.cut}. ${'s'.repeat(s.summaryChars)}\n## Must Keep\n${facts.map((f) => `- ${f}`).join('\n') || '- (none)'}`;
-      spans += 1;
-      memo = {
-        summary,
-        cut: plan.cut,
-        from: plan.from,
-        spans: [...(memo?.spans ?? []), `run-${spans}/${String(spans).padStart(4, '0')}.json`].slice(-16),
-        spanTotal: spans,
-        deferred: false,
-        mustKeep: mergePins(memo?.mustKeep ?? [], mustKeepBullets(summary)).slice(-64),
-      };
-      source = memo;
-    }
-    const inputs = {
-      cut: source ? rebuildInput(ctx, source) : undefined,
-      none: rebuildInput(ctx, undefined),
-    };
-    const withCut = inputs.cut ? planRebuild(inputs.cut) : undefined;
-    const chosen = chooseRebuild(requestTokens, withCut, () => planRebuild(inputs.none));
-    if (!chosen) continue;
-    turn.input = chosen.cut > 0 ? inputs.cut : inputs.none;
-    const replaced = new Map<number, string>();
-    for (const sp of chosen.spills) {
-      const cut = spillText(messages[sp.index]!.text, {
-        roomTokens: sp.roomTokens,
-        counter,
-        keep: ctx.pinsBy[sp.index],
-        pointer: (o, n) =>
-          spillPointer({
-            position: sp.index + 1,
-            originalTokens: n,
-            ref: 'run-x/0001.json',
-            omittedTokens: o,
-          }),
-      });
-      if (cut) replaced.set(sp.index, cut.text);
-    }
-    turn.plan = chosen;
-    turn.tokens = rebuiltTokens({ messages, fixedChars: s.fixedChars, counter }, chosen, replaced);
-    turn.text = [chosen.block ?? '', ...chosen.keep.map((i) => replaced.get(i) ?? messages[i]!.text)].join(
-      '\n',
-    );
+    const last = full[len - 1]!;
+    if (last.role === 'user' || last.role === 'tool')
+      requests.push({ messages: full.slice(0, len), fixedChars: s.fixedChars });
   }
-  return turns;
+  return simulate(requests, s);
 }
 
 const PROPERTY_RUNS = { numRuns: 150 };
@@ -298,7 +181,7 @@ describe('the rebuild policy over random growing sessions', () => {
     );
   });
 
-  it('carries every pin of the evicted messages, shedding one only when every other measure is spent', () => {
+  it('carries every pin, shedding one only when every other measure is spent and the pins are the excess', () => {
     fc.assert(
       fc.property(sessions, ([ops, s]) => {
         for (const t of run(build(ops), s)) {
@@ -316,6 +199,12 @@ describe('the rebuild policy over random growing sessions', () => {
           const spilled = new Set(t.plan.spills.map((x) => x.index));
           for (const i of t.plan.keep)
             if (i !== newest && previewable(t, i)) expect(spilled.has(i)).toBe(true);
+          // ... the request fits without any pin (they were the excess) ...
+          const bare =
+            t.plan.tokens -
+            blockTokens(t.plan.block, t.ctx.counter) +
+            blockTokens(t.input.renderBlock!([]), t.ctx.counter);
+          expect(bare).toBeLessThanOrEqual(t.ctx.budget.budget);
           // ... and with the last pin shed put back, the request would not fit.
           const back = t.input.renderBlock!(t.input.pins.slice(shed - 1));
           const withBack =

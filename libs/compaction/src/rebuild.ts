@@ -67,7 +67,8 @@ export function newestTyped(messages: readonly NeutralMessage[], from: number): 
 /**
  * The rebuild around one cut (CONTRACTS §3, order of measures, after the planner chose the cut): keep the system
  * messages and the tail; place the block with every pin; while over budget, cut older pastes to a preview, oldest
- * first; then the newest typed message, only when it alone exceeds what is left; shed pins last of all, in order.
+ * first; then the newest typed message, only when it alone exceeds what is left; shed pins last of all, in order,
+ * and only when the request fits without them (every pin is carried unless the pins themselves are the excess).
  * Pure: the spills' archive writes and texts happen after, from `spills` (see {@link rebuiltTokens}).
  */
 export function planRebuild(input: RebuildInput): RebuildPlan {
@@ -111,9 +112,14 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
       body -= t - (room + overhead);
     }
   }
-  while (block !== undefined && pins.length > 0 && total() > budget) {
-    pins = pins.slice(1);
-    block = input.renderBlock?.(pins);
+  // Pins go last, and only when they are what stands between the request and the budget: shedding them from a
+  // request that would not fit without any of them loses the user's facts and gains nothing.
+  const withoutPins = (): number => body + blockTokens(input.renderBlock?.([]), counter);
+  if (block !== undefined && pins.length > 0 && total() > budget && withoutPins() <= budget) {
+    while (pins.length > 0 && total() > budget) {
+      pins = pins.slice(1);
+      block = input.renderBlock?.(pins);
+    }
   }
   spills.sort((a, b) => a.index - b.index);
   return { cut, keep, block, pins, spills, tokens: total() };
