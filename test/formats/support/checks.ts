@@ -19,6 +19,24 @@ export interface Verdict {
   summary?: string;
 }
 
+/** The pointer a big-paste spill leaves in the text it cut (libs/compaction spillPointer). */
+export const SPILL_POINTER = '[context-guardian: message ';
+
+/** An item as sent, or the same item with its text cut by a spill (same role and type, the pointer inside). */
+function sameItem(sent: unknown, forwarded: unknown): boolean {
+  if (same(sent, forwarded)) return true;
+  return (
+    isObj(sent) &&
+    isObj(forwarded) &&
+    sent.role === forwarded.role &&
+    sent.type === forwarded.type &&
+    itemText(forwarded).includes(SPILL_POINTER)
+  );
+}
+
+const sameItems = (a: unknown[], b: unknown[]): boolean =>
+  a.length === b.length && a.every((x, i) => sameItem(x, b[i]));
+
 /** The cut c for which `forwarded` is the client's system-like items before c, then everything from c on. */
 function findCut(
   sent: unknown[],
@@ -27,7 +45,7 @@ function findCut(
 ): number | undefined {
   for (let c = 0; c <= sent.length; c++) {
     const expected = [...sent.slice(0, c).filter(isSystem), ...sent.slice(c)];
-    if (same(expected, forwarded)) return c;
+    if (sameItems(expected, forwarded)) return c;
   }
   return undefined;
 }
@@ -64,7 +82,7 @@ export function checkAnthropic(sent: Json, forwarded: Json): Verdict {
     if (compacted && c > 0) while (lead < kept.length && isSys(kept[lead])) lead++;
     const moved = kept.slice(0, lead).flatMap((m) => textBlocks(isObj(m) ? m.content : undefined));
     const system = compacted ? [...sysBlocks, ...moved, last] : fwdSys;
-    if (same(kept.slice(lead), fwdMsgs) && same(system, fwdSys)) cut = c;
+    if (sameItems(kept.slice(lead), fwdMsgs) && same(system, fwdSys)) cut = c;
   }
   if (cut === undefined)
     problems.push('system and messages are not the client system, items and a suffix, as sent');
