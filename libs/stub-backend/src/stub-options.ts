@@ -28,6 +28,7 @@ const optionsSchema = z.object({
   tokenizeTools: z.boolean().default(true),
   countTokensEndpoint: z.boolean().default(true),
   latencyMs: z.number().int().min(0).default(0),
+  summaryDelayMs: z.number().int().min(0).default(0),
   maxRecorded: z.number().int().min(0).default(10_000),
 });
 
@@ -43,6 +44,7 @@ export interface ResolvedOptions {
   tokenizeTools: boolean;
   countTokensEndpoint: boolean;
   latencyMs: number;
+  summaryDelayMs: number;
   maxRecorded: number;
   reply?: (req: RecordedRequest) => StubReply | undefined;
 }

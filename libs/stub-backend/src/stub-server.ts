@@ -161,6 +161,8 @@ class StubServer implements StubBackend {
     if (generation) {
       record.route = generation;
       const answer = answerGeneration(generation, record, this.generationContext());
+      // A slow (or, with a delay past the caller's patience, hung) summariser: the client's own requests are not held.
+      if (record.isSummary && options.summaryDelayMs > 0) await delay(options.summaryDelayMs);
       if (answer.kind === 'json') return this.sendJson(res, record, answer);
       return this.sendEvents(res, record, answer.events);
     }

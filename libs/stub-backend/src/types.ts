@@ -31,6 +31,8 @@ export interface StubOptions {
   reply?: (req: RecordedRequest) => StubReply | undefined;
   /** Milliseconds added before every answer. Default 0. */
   latencyMs?: number;
+  /** Milliseconds added before answering a summary request (recognised by its marker); 0 by default. */
+  summaryDelayMs?: number;
   /** Keep at most this many records, dropping the oldest (benchmarks send millions). Default 10000. */
   maxRecorded?: number;
 }
