@@ -179,7 +179,7 @@ describe('the rebuild policy over random growing sessions', () => {
       }),
       PROPERTY_RUNS,
     );
-  });
+  }, 60_000);
 
   it('carries every pin, shedding one only when every other measure is spent and the pins are the excess', () => {
     fc.assert(
@@ -214,7 +214,7 @@ describe('the rebuild policy over random growing sessions', () => {
       }),
       PROPERTY_RUNS,
     );
-  });
+  }, 60_000);
 
   it('takes a deeper cut before any spill, and spills older pastes before newer ones', () => {
     fc.assert(
@@ -235,7 +235,7 @@ describe('the rebuild policy over random growing sessions', () => {
       }),
       PROPERTY_RUNS,
     );
-  });
+  }, 60_000);
 
   it('adds a bounded block whatever the session length, identical on every turn that reuses its cut', () => {
     fc.assert(
@@ -263,5 +263,5 @@ describe('the rebuild policy over random growing sessions', () => {
       }),
       PROPERTY_RUNS,
     );
-  });
+  }, 60_000);
 });

@@ -28,13 +28,21 @@ function shorten(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more chars]`;
 }
 
-/** One transcript line per message: `[index] role: text`, tool calls as `-> name(args)` with shortened arguments. */
+/**
+ * One transcript line per message: `[index] role: text`, tool calls as `-> name(args)` with shortened arguments.
+ * A text longer than `maxChars` is cut to head and tail first, as groupForPrompts would cut the line: the summary
+ * prompt never carries more, and a huge paste is not copied whole on the way (the span keeps it whole).
+ */
 export function transcriptLine(
   message: NeutralMessage,
   index: number,
-  opts: Pick<SummaryPromptOptions, 'toolArgChars'>,
+  opts: Pick<SummaryPromptOptions, 'toolArgChars'> & { maxChars?: number },
 ): string {
-  const parts = [`[${index}] ${message.role}: ${message.text}`.trimEnd()];
+  const text =
+    opts.maxChars !== undefined && message.text.length > opts.maxChars
+      ? headAndTail(message.text, opts.maxChars)
+      : message.text;
+  const parts = [`[${index}] ${message.role}: ${text}`.trimEnd()];
   for (const call of message.toolCalls)
     parts.push(`  -> ${call.name}(${shorten(call.args, opts.toolArgChars)})`);
   return neutraliseFences(parts.join('\n'));
@@ -98,9 +106,7 @@ export function groupForPrompts(
   // Only a prompt that carries a summary so far needs room for it: the first group of a fresh summary does not.
   const roomWithSummary = Math.max(64, opts.limitTokens - overhead - opts.summaryAllowanceTokens);
   const roomFirst = opts.hasPrior ? roomWithSummary : Math.max(64, opts.limitTokens - overhead);
-  const maxLineChars = Math.floor(
-    (roomWithSummary * opts.counter.charsPerToken * 0.9) / Math.max(opts.counter.factor, 0.01),
-  );
+  const maxLineChars = transcriptLineMaxChars(opts);
   const groups: string[][] = [];
   let current: string[] = [];
   let used = 0;
@@ -118,6 +124,20 @@ export function groupForPrompts(
   }
   if (current.length > 0) groups.push(current);
   return groups;
+}
+
+/** The longest transcript line one summary prompt carries (groupForPrompts cuts longer ones to head and tail). */
+export function transcriptLineMaxChars(opts: {
+  limitTokens: number;
+  summaryAllowanceTokens: number;
+  counter: Counter;
+}): number {
+  const wrapper = buildSummaryPrompt([], '', { nonce: 'n'.repeat(64), toolArgChars: 0 });
+  const room = Math.max(
+    64,
+    opts.limitTokens - promptTokens(wrapper, opts.counter) - opts.summaryAllowanceTokens,
+  );
+  return Math.floor((room * opts.counter.charsPerToken * 0.9) / Math.max(opts.counter.factor, 0.01));
 }
 
 function headAndTail(text: string, maxChars: number): string {

@@ -3,10 +3,12 @@ import { Injectable } from '@nestjs/common';
 import {
   checkpointSummary,
   evictedIndexes,
+  maxSummaryTokens,
   mergePins,
   mustKeepBullets,
   tokensForChars,
   transcriptLine,
+  transcriptLineMaxChars,
 } from '@guardian/compaction';
 import { MemoStore, type MemoEntry } from '@guardian/memo';
 import { logOnce } from '@guardian/telemetry';
@@ -209,14 +211,18 @@ export class StretchService {
   ): Promise<{ result: SummaryResult; checkpoint: boolean }> {
     const { conv } = ctx;
     const env = this.config.env;
+    const maxChars = transcriptLineMaxChars({
+      limitTokens: ctx.budget.window - ctx.budget.reserve,
+      summaryAllowanceTokens: maxSummaryTokens(ctx.budget.reserve),
+      counter: ctx.count.counter,
+    });
+    const toolArgChars = env.GUARDIAN_TOOL_ARG_CHARS;
     try {
       const result = await this.summariser.summarise({
         adapter: ctx.adapter,
         model: conv.model,
         headers: ctx.auth,
-        lines: evicted.map((i) =>
-          transcriptLine(conv.messages[i]!, i, { toolArgChars: env.GUARDIAN_TOOL_ARG_CHARS }),
-        ),
+        lines: evicted.map((i) => transcriptLine(conv.messages[i]!, i, { toolArgChars, maxChars })),
         prior,
         window: ctx.budget.window,
         reserve: ctx.budget.reserve,

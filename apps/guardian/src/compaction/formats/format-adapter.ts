@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex, type NeutralMessage, type SummaryPrompt } from '@guardian/compaction';
+import { canonicalDigest, type NeutralMessage, type SummaryPrompt } from '@guardian/compaction';
 
 import type { OwnedRoute } from '../../http/api-style';
 
@@ -80,7 +80,7 @@ export function str(v: unknown): string {
  */
 export function fillDigests(conv: ParsedConversation): void {
   conv.messages.forEach((m, i) => {
-    if (!m.digest) m.digest = sha256Hex(canonicalJson(conv.items[i]));
+    if (!m.digest) m.digest = canonicalDigest(conv.items[i]);
   });
 }
 
