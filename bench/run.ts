@@ -6,15 +6,18 @@ import * as archive from './archive-bench';
 import * as compaction from './compaction';
 import * as memo from './memo-bench';
 import * as overhead from './overhead';
+import * as precompact from './precompact';
 
 interface Bench {
   run(): Promise<void>;
 }
 
-const BENCHES: Record<string, Bench> = { overhead, compaction, archive, memo };
+const BENCHES: Record<string, Bench> = { overhead, compaction, archive, memo, precompact };
 
 async function main(): Promise<void> {
-  const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  // Names are the bare words; a word right after a `--flag` is that flag's value (`--gap-ms 300`).
+  const args = process.argv.slice(2);
+  const asked = args.filter((a, i) => !a.startsWith('-') && !(args[i - 1] ?? '').startsWith('--'));
   const unknown = asked.filter((a) => !(a in BENCHES));
   if (unknown.length > 0) {
     process.stderr.write(

@@ -12,6 +12,7 @@ import { CompactionEngine } from './compaction/compaction-engine';
 import { CompactionService } from './compaction/compaction.service';
 import { DecisionReporter } from './compaction/decision-reporter';
 import { OverflowRecovery } from './compaction/overflow-recovery';
+import { Precompactor } from './compaction/precompactor';
 import { RequestCounter } from './compaction/request-counter';
 import { RequestMeasure } from './compaction/request-measure';
 import { SessionTable } from './compaction/session-table';
@@ -125,6 +126,7 @@ export class AppModule {
         GuardianState,
         Observability,
         OverflowRecovery,
+        Precompactor,
         ProxyService,
         RequestCounter,
         RequestMeasure,

@@ -47,7 +47,7 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
     pinsBy: ctx.pinsBy,
   };
   if (!block) return { ...base, cut: 0, pins: [] };
-  const summary = capSummary(block.summary, summaryMaxChars(ctx.budget.reserve, ctx.counter));
+  const summary = capSummary(block.summary, summaryMaxChars(ctx.budget, ctx.counter));
   const evicted = evictedIndexes(ctx.messages, 0, block.cut).length;
   return {
     ...base,
@@ -77,7 +77,7 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
  */
 export function nextBlockSource(ctx: BlockContext, memo: BlockSource | undefined, cut: number): BlockSource {
   return {
-    summary: 'x'.repeat(summaryMaxChars(ctx.budget.reserve, ctx.counter)),
+    summary: 'x'.repeat(summaryMaxChars(ctx.budget, ctx.counter)),
     cut,
     spans: new Array<string>(MAX_BLOCK_SPANS).fill(REF_PLACEHOLDER),
     spanTotal: MAX_BLOCK_SPANS + 1,

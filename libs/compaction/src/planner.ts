@@ -53,8 +53,28 @@ export function keptSystemTokens(input: Pick<PlanInput, 'messages' | 'fixedChars
 }
 
 /** Tokens of a request after a cut, with a summary block of `summaryTokens` in front of the kept tail. */
-export function tokensAfterCut(input: PlanInput, cut: number, summaryTokens: number): number {
+export function tokensAfterCut(
+  input: Omit<PlanInput, 'memo'>,
+  cut: number,
+  summaryTokens: number,
+): number {
   return keptSystemTokens(input) + summaryTokens + tailTokens(input.messages, cut, input.counter);
+}
+
+/**
+ * Which of a conversation's memoized cuts a request starts from (`memos` in any order): the earliest allowed one
+ * whose block and tail fit the budget, so a later cut (one pre-computed in the background, issue 14) is taken only
+ * when it is needed and the prefix stays as long as it can; else the latest allowed one, from which a new cut is made.
+ */
+export function chooseMemo<T extends { cut: number; summaryTokens: number }>(
+  input: Omit<PlanInput, 'memo'>,
+  memos: readonly T[],
+): T | undefined {
+  const allowed = allowedCuts(input.messages);
+  const usable = memos
+    .filter((m) => m.cut > 0 && m.cut < input.messages.length && allowed[m.cut] === true)
+    .sort((a, b) => a.cut - b.cut);
+  return usable.find((m) => tokensAfterCut(input, m.cut, m.summaryTokens) <= input.budget.budget) ?? usable.at(-1);
 }
 
 /**

@@ -247,7 +247,7 @@ describe('the rebuild policy over random growing sessions', () => {
           if (block) {
             const bound =
               1200 +
-              summaryMaxChars(s.reserve, t.ctx.counter) +
+              summaryMaxChars(t.ctx.budget, t.ctx.counter) +
               MAX_BLOCK_SPANS * 40 +
               s.pinMaxChars +
               64 * 3;

@@ -1,5 +1,5 @@
 import { tokensForChars } from './estimate';
-import type { Counter, NeutralMessage } from './types';
+import type { BudgetInfo, Counter, NeutralMessage } from './types';
 
 /** The phrase every summary request starts with; the stub backend recognises summary calls by it. */
 export const SUMMARY_REQUEST_TAG = 'Context Guardian summary request';
@@ -147,17 +147,28 @@ function headAndTail(text: string, maxChars: number): string {
 }
 
 /**
- * The summariser's max_tokens: half the output reserve, between 256 and 2,048 tokens. A summary that stands in for a
- * stretch is a page, not a chapter, and it must leave the reserve for the answer to the client's own request.
+ * The summariser's max_tokens: half the output reserve, between 256 and 2,048 tokens, and never more than an eighth
+ * of the input budget. A summary stands in the request on every later turn: at an 8,192 window a 2,048-token summary
+ * took half the 4,096 budget, so a new stretch was needed almost every turn (issue 14).
  */
-export function maxSummaryTokens(reserve: number): number {
-  return Math.min(2048, Math.max(256, Math.floor(reserve / 2)));
+export function maxSummaryTokens(budget: Pick<BudgetInfo, 'budget' | 'reserve'>): number {
+  return Math.max(256, Math.min(2048, Math.floor(budget.reserve / 2), Math.floor(budget.budget / 8)));
 }
 
 /**
  * The most summary characters a block carries: max_tokens at the configured characters per token, with a quarter
  * more for text a tokenizer packs densely. The cap bounds the block for a backend that ignores max_tokens.
  */
-export function summaryMaxChars(reserve: number, counter: Counter): number {
-  return Math.ceil(maxSummaryTokens(reserve) * counter.charsPerToken * 1.25);
+export function summaryMaxChars(budget: Pick<BudgetInfo, 'budget' | 'reserve'>, counter: Counter): number {
+  return Math.ceil(maxSummaryTokens(budget) * counter.charsPerToken * 1.25);
+}
+
+/**
+ * The most prompt tokens one summariser call may send: the model's window less the summary it is asked to write,
+ * less a tenth for the estimate's error. The client's output reserve has nothing to do with it: this is another
+ * request. (It was window - reserve, which at an 8,192 window with the defaults left 1,800 tokens of transcript a
+ * call, so most stretches went out in two chunks: issue 14.)
+ */
+export function summaryPromptLimit(budget: Pick<BudgetInfo, 'window' | 'budget' | 'reserve'>): number {
+  return Math.floor((budget.window - maxSummaryTokens(budget)) * 0.9);
 }

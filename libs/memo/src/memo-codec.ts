@@ -14,6 +14,7 @@ const memoEntrySchema = z.object({
   pendingFrom: z.number().int().nonnegative().optional(),
   spans: z.array(z.string()),
   spanTotal: z.number().int().nonnegative().optional(),
+  precomputed: z.boolean().optional(),
   summaryTokens: z.number().nonnegative(),
   createdAt: z.string(),
 });
@@ -59,6 +60,7 @@ export function decodeEntry(raw: string): MemoEntry {
   if (entry.from === undefined) delete entry.from;
   if (entry.pendingFrom === undefined) delete entry.pendingFrom;
   if (entry.spanTotal === undefined) delete entry.spanTotal;
+  if (entry.precomputed === undefined) delete entry.precomputed;
   return entry;
 }
 

@@ -26,6 +26,8 @@ export interface MemoEntry {
   spans: string[];
   /** How many spans the chain has in all, when more than `spans` holds. */
   spanTotal?: number;
+  /** Summarised in the background ahead of need (issue 14), and not yet reused by a client request. */
+  precomputed?: boolean;
   /** Estimated tokens of `summary` (so a reuse needs no recount). */
   summaryTokens: number;
   /** ISO-8601 UTC. */

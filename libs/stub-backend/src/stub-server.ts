@@ -142,6 +142,7 @@ class StubServer implements StubBackend {
       isSummary: false,
       status: 0,
       aborted: false,
+      receivedAt: performance.now(),
     };
     this.requests.push(record);
     if (this.requests.length > this.options.maxRecorded) this.requests.shift();
@@ -217,7 +218,10 @@ class StubServer implements StubBackend {
   private sendJson(res: ServerResponse, record: RecordedRequest | undefined, answer: JsonAnswer): void {
     // The client may have gone away during a latency or tokenize delay; there is no one left to answer.
     if (res.destroyed) return;
-    if (record) record.status = answer.status;
+    if (record) {
+      record.status = answer.status;
+      record.answeredAt = performance.now();
+    }
     const text = answer.body === '' ? '' : JSON.stringify(answer.body);
     res.writeHead(answer.status, {
       'content-type': 'application/json',
@@ -230,6 +234,7 @@ class StubServer implements StubBackend {
   private async sendEvents(res: ServerResponse, record: RecordedRequest, events: string[]): Promise<void> {
     if (res.destroyed) return;
     record.status = 200;
+    record.answeredAt = performance.now();
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
     const hold = this.pendingHolds.shift();
     if (!hold) {

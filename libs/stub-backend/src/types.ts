@@ -63,6 +63,9 @@ export interface RecordedRequest {
   status: number;
   /** True when the client went away before the answer completed. */
   aborted: boolean;
+  /** `performance.now()` when the request arrived, and when its status line went out (in this process's clock). */
+  receivedAt: number;
+  answeredAt?: number;
 }
 
 /** A running stub upstream. */

@@ -2,9 +2,6 @@ import { Injectable } from '@nestjs/common';
 
 import {
   chooseRebuild,
-  fullBlockTokens,
-  nextBlockSource,
-  pinsByMessage,
   planCompaction,
   planRebuild,
   prefixHashes,
@@ -12,18 +9,17 @@ import {
   rebuildInput,
   spillPointer,
   spillText,
-  type BlockContext,
-  type BlockSource,
   type RebuildPlan,
 } from '@guardian/compaction';
-import type { MemoEntry } from '@guardian/memo';
 
 import { GuardianConfig } from '../config/guardian-config';
 import type { Decision, RequestContext } from './compaction-context';
 import { DecisionReporter } from './decision-reporter';
 import { fillDigests } from './formats/format-adapter';
+import { Precompactor } from './precompactor';
+import { blockSource, requestPlanInput } from './request-plan';
 import { StretchArchiver } from './stretch-archiver';
-import { pendingStart, StretchService, type StretchResult } from './stretch-service';
+import { StretchService, type StretchResult } from './stretch-service';
 
 /**
  * One over-budget request, top to bottom (CONTRACTS §3): plan the cut (libs/compaction), get its summary (reused
@@ -38,6 +34,7 @@ export class CompactionEngine {
     private readonly stretches: StretchService,
     private readonly archiver: StretchArchiver,
     private readonly reporter: DecisionReporter,
+    private readonly precompactor: Precompactor,
   ) {}
 
   async decide(ctx: RequestContext): Promise<Decision> {
@@ -52,31 +49,9 @@ export class CompactionEngine {
 
     fillDigests(conv);
     const hashes = prefixHashes(conv.messages);
-    const memo = await this.stretches.lookup(ctx, hashes);
-    const pinMaxChars = this.config.env.GUARDIAN_PIN_MAX_CHARS;
-    const block: BlockContext = {
-      messages: conv.messages,
-      fixedChars: conv.fixedChars,
-      counter: count.counter,
-      budget,
-      pinMaxChars,
-      pinsBy: pinMaxChars > 0 ? pinsByMessage(conv.messages) : [],
-    };
-    const memoSource = memo ? source(memo) : undefined;
-    const plan = planCompaction({
-      messages: conv.messages,
-      fixedChars: conv.fixedChars,
-      counter: count.counter,
-      budget,
-      keep: {
-        fraction: this.config.env.GUARDIAN_KEEP_RECENT_FRACTION,
-        messages: this.config.env.GUARDIAN_KEEP_RECENT_MESSAGES,
-      },
-      requestTokens: count.tokens,
-      memo:
-        memo && memoSource ? { cut: memo.cut, summaryTokens: fullBlockTokens(block, memoSource) } : undefined,
-      newBlockTokens: (cut) => fullBlockTokens(block, nextBlockSource(block, memoSource, cut)),
-    });
+    const planned = requestPlanInput(ctx, this.config.env, await this.stretches.lookup(ctx, hashes));
+    const { block, memo } = planned;
+    const plan = planCompaction(planned.input);
     if (plan.action === 'fits') return unchanged;
 
     if (ctx.dryRun) {
@@ -90,12 +65,18 @@ export class CompactionEngine {
       return dry;
     }
 
+    // Time this request spends getting its summary: near 0 on a memo hit, a summariser call otherwise (issue 14).
+    const waitStarted = performance.now();
     let stretch: StretchResult | undefined;
     if (plan.action === 'reuse' && memo) stretch = await this.stretches.reuse(ctx, memo);
     else if (plan.action === 'compact' && this.stretches.worthSummarising(ctx, plan.from, plan.cut))
       stretch = await this.stretches.summarise(ctx, hashes, memo, plan.from, plan.cut);
+    if (stretch) {
+      this.reporter.waited(stretch, (performance.now() - waitStarted) / 1000);
+      this.precompactor.moved(ctx.session.hash, stretch.entry.cut);
+    }
 
-    const withCut = stretch ? planRebuild(rebuildInput(block, source(stretch.entry))) : undefined;
+    const withCut = stretch ? planRebuild(rebuildInput(block, blockSource(stretch.entry))) : undefined;
     const chosen = chooseRebuild(count.tokens, withCut, () => planRebuild(rebuildInput(block, undefined)));
     if (!chosen) return unchanged; // nothing could help without growing the request: forward it as sent
     // A stretch whose summary did not pay for itself stays archived and memoized; this request goes without it.
@@ -148,15 +129,4 @@ export class CompactionEngine {
     );
     return { body: Buffer.from(JSON.stringify(json)), tokens, spilled: replaceText.size };
   }
-}
-
-function source(entry: MemoEntry): BlockSource {
-  return {
-    summary: entry.summary,
-    cut: entry.cut,
-    spans: entry.spans,
-    spanTotal: entry.spanTotal,
-    deferred: pendingStart(entry) !== undefined,
-    mustKeep: entry.mustKeep,
-  };
 }

@@ -10,6 +10,7 @@ import { CompactionEngine } from './compaction-engine';
 import { codeOf, stageOf } from './compaction-errors';
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
 import { Exchange } from './exchange';
+import { Precompactor } from './precompactor';
 import { anthropicAdapter } from './formats/anthropic.adapter';
 import { chatAdapter } from './formats/chat.adapter';
 import { isObject, str, type FormatAdapter } from './formats/format-adapter';
@@ -38,6 +39,7 @@ export class CompactionService {
     private readonly engine: CompactionEngine,
     private readonly obs: Observability,
     private readonly bookkeeping: AnswerBookkeeping,
+    private readonly precompactor: Precompactor,
   ) {}
 
   async prepare(input: PrepareInput): Promise<Exchange> {
@@ -51,7 +53,10 @@ export class CompactionService {
   }
 
   private exchange(req: ConstructorParameters<typeof Exchange>[1]): Exchange {
-    return new Exchange({ obs: this.obs, bookkeeping: this.bookkeeping }, req);
+    return new Exchange(
+      { obs: this.obs, bookkeeping: this.bookkeeping, precompactor: this.precompactor },
+      req,
+    );
   }
 
   private async prepareOrThrow(input: PrepareInput): Promise<Exchange> {

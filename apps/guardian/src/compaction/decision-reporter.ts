@@ -69,6 +69,14 @@ export class DecisionReporter {
     this.log(ctx, d, f, false);
   }
 
+  /** How long a compacted client request waited for its summary (the summary-wait histogram, issue 14). */
+  waited(stretch: StretchResult, seconds: number): void {
+    this.obs.metrics.summaryWait.observe(seconds);
+    if (!stretch.waited) return;
+    this.obs.state.summaryWaits += 1;
+    this.obs.state.summaryWaitSeconds += seconds;
+  }
+
   /** A dry run: decided and logged, forwarded unchanged, nothing written (CONTRACTS §3). */
   dryRun(ctx: RequestContext, d: Decision, evictedCut: number, reused: boolean): void {
     const stretch = evictedCut > 0 ? { cut: evictedCut, reused } : undefined;

@@ -6,6 +6,7 @@ import type { Observability } from '../observability/observability';
 import type { AnswerBookkeeping } from './answer-bookkeeping';
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
 import type { FormatAdapter, ObservedAnswer } from './formats/format-adapter';
+import type { Precompactor } from './precompactor';
 
 /** JSON answers larger than this are not kept for usage reading (they still stream through untouched). */
 const MAX_OBSERVED_JSON = 4 * 1024 * 1024;
@@ -13,12 +14,14 @@ const MAX_OBSERVED_JSON = 4 * 1024 * 1024;
 export interface ExchangeDeps {
   obs: Observability;
   bookkeeping: AnswerBookkeeping;
+  precompactor: Precompactor;
 }
 
 /**
  * One owned request after compaction decided: the body to forward, then what follows the answer — usage and tool
- * calls read as the answer streams past (calibration, recall receipts) and the session's usage record. Overflow
- * recovery (OverflowRecovery) may replace the decision with its retry's.
+ * calls read as the answer streams past (calibration, recall receipts), the session's usage record, and a background
+ * pre-compaction when the request came near its budget. Overflow recovery (OverflowRecovery) may replace the
+ * decision with its retry's.
  */
 export class Exchange {
   readonly body: Buffer;
@@ -114,5 +117,6 @@ export class Exchange {
     void this.deps.bookkeeping
       .record(ctx, d, this.observed)
       .catch((err: unknown) => obs.failOpen('memo', 'usage_write', { route, err }));
+    if (!result.upstreamError && result.status < 400) this.deps.precompactor.consider(ctx, d);
   }
 }

@@ -6,6 +6,7 @@ import {
   maxSummaryTokens,
   mergePins,
   mustKeepBullets,
+  summaryPromptLimit,
   tokensForChars,
   transcriptLine,
   transcriptLineMaxChars,
@@ -34,6 +35,8 @@ export interface StretchResult {
   /** The span this request wrote, for the compaction log line. */
   run: string | null;
   span: number | null;
+  /** The request waited on a summariser: its own call, or one under way for the same stretch (issue 14). */
+  waited: boolean;
 }
 
 /** Where an entry's unarchived messages start, if any. */
@@ -60,23 +63,22 @@ export class StretchService {
     private readonly obs: Observability,
   ) {}
 
-  /** The memo entry for the longest known cut of this conversation, if any. */
-  async lookup(ctx: RequestContext, hashes: readonly string[]): Promise<MemoEntry | undefined> {
-    if (!this.config.env.GUARDIAN_SUMMARY_MEMO) return undefined;
-    const cuts = (await this.memo.cuts(ctx.session.hash))
-      .filter((c) => c > 0 && c < hashes.length)
-      .sort((a, b) => b - a);
-    for (const cut of cuts) {
-      const hash = hashes[cut];
-      if (!hash) continue;
-      const entry = await this.memo.get(ctx.session.hash, hash);
-      if (entry && entry.cut === cut) {
-        this.obs.metrics.memoLookups.inc({ store: this.memo.kind, result: 'hit' });
-        return entry;
-      }
-    }
-    this.obs.metrics.memoLookups.inc({ store: this.memo.kind, result: 'miss' });
-    return undefined;
+  /**
+   * Every memo entry of this conversation, ascending by cut: the sticky cut, and any later one summarised ahead of
+   * need (issue 14). An entry matches only when the request's prefix up to its cut hashes the same (CONTRACTS §1).
+   */
+  async lookup(ctx: RequestContext, hashes: readonly string[]): Promise<MemoEntry[]> {
+    if (!this.config.env.GUARDIAN_SUMMARY_MEMO) return [];
+    const cuts = (await this.memo.cuts(ctx.session.hash)).filter((c) => c > 0 && c < hashes.length);
+    const found = await Promise.all(
+      [...new Set(cuts)].map(async (cut) => {
+        const entry = await this.memo.get(ctx.session.hash, hashes[cut] ?? '');
+        return entry?.cut === cut ? entry : undefined;
+      }),
+    );
+    const entries = found.filter((e): e is MemoEntry => e !== undefined).sort((a, b) => a.cut - b.cut);
+    this.obs.metrics.memoLookups.inc({ store: this.memo.kind, result: entries.length > 0 ? 'hit' : 'miss' });
+    return entries;
   }
 
   /**
@@ -92,10 +94,29 @@ export class StretchService {
     return chars >= this.config.env.GUARDIAN_MIN_TRANSCRIPT_CHARS;
   }
 
-  /** The sticky cut reused: no summariser call; a stretch still pending is archived now (CONTRACTS §2.3). */
-  async reuse(ctx: RequestContext, entry: MemoEntry): Promise<StretchResult> {
+  /**
+   * The sticky cut reused: no summariser call; a stretch still pending is archived now (CONTRACTS §2.3). The first
+   * reuse of a summary made ahead of need counts it as used (issue 14).
+   */
+  async reuse(ctx: RequestContext, given: MemoEntry): Promise<StretchResult> {
+    let entry = given;
+    if (entry.precomputed) {
+      entry = { ...entry };
+      delete entry.precomputed;
+      this.obs.state.precompact.used += 1;
+      this.obs.metrics.precompact.inc({ outcome: 'used' });
+      await this.memo.put(ctx.session.hash, entry);
+    }
     const pending = pendingStart(entry);
-    const reused: StretchResult = { entry, calls: 0, chunked: false, deferred: false, run: null, span: null };
+    const reused: StretchResult = {
+      entry,
+      calls: 0,
+      chunked: false,
+      deferred: false,
+      run: null,
+      span: null,
+      waited: false,
+    };
     this.obs.state.summariesReused += 1;
     this.obs.metrics.summariesReused.inc();
     if (pending === undefined) return reused;
@@ -124,12 +145,16 @@ export class StretchService {
     memo: MemoEntry | undefined,
     from: number,
     cut: number,
+    opts: { precomputed?: boolean } = {},
   ): Promise<StretchResult> {
     const prefixHash = hashes[cut] ?? '';
     const key = `${ctx.session.hash}:${prefixHash}`;
     let p = this.inflight.get(key);
-    if (p) return p.then((r) => ({ ...r, calls: 0, chunked: false }));
-    p = this.summariseOnce(ctx, prefixHash, memo, from, cut).finally(() => this.inflight.delete(key));
+    // A request that needs a stretch being summarised (in the background, or for another request) waits for it.
+    if (p) return p.then((r) => ({ ...r, calls: 0, chunked: false, waited: true }));
+    p = this.summariseOnce(ctx, prefixHash, memo, from, cut, opts.precomputed === true).finally(() =>
+      this.inflight.delete(key),
+    );
     this.inflight.set(key, p);
     return p;
   }
@@ -140,38 +165,45 @@ export class StretchService {
     memo: MemoEntry | undefined,
     from: number,
     cut: number,
+    precomputed: boolean,
   ): Promise<StretchResult> {
     const env = this.config.env;
-    const stored = (entry: MemoEntry): StretchResult => ({
+    const stored = (entry: MemoEntry, waited: boolean): StretchResult => ({
       entry,
       calls: 0,
       chunked: false,
       deferred: pendingStart(entry) !== undefined,
       run: null,
       span: null,
+      waited,
     });
     const lock = await this.memo.lock(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS + 10_000);
     try {
       if (!lock) {
         // Another replica is summarising this stretch: wait for its summary, else do it ourselves (CONTRACTS §2.4).
         const theirs = await this.memo.waitFor(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS);
-        if (theirs) return stored(theirs);
+        if (theirs) return stored(theirs, true);
       } else {
         // Another replica may have stored this stretch and released its lock between our lookup and our lock.
         const theirs = await this.memo.get(ctx.session.hash, prefixHash);
-        if (theirs?.cut === cut) return stored(theirs);
+        if (theirs?.cut === cut) return stored(theirs, false);
       }
       const { conv } = ctx;
       const evicted = evictedIndexes(conv.messages, from, cut);
       const { result, checkpoint } = await this.summary(ctx, evicted, from > 0 ? memo?.summary : undefined);
       // Messages an earlier turn could not archive are written with this stretch (CONTRACTS §2.3, issue 12 defect 1).
       const archiveFrom = Math.min(pendingStart(memo) ?? from, from);
-      const archived = await this.archiver.stretch(ctx, evictedIndexes(conv.messages, archiveFrom, cut), {
-        kind: archiveFrom > 0 && memo ? 'continuation' : 'compaction',
-        summary: result.summary,
-        continues: archiveFrom > 0 ? memo?.spans.at(-1) : undefined,
-        from: archiveFrom,
-      });
+      // A summary made ahead of need archives nothing yet: its messages are still in every forwarded request. The
+      // first request that reuses it writes the span (reuse, like a deferred stretch), so nothing is archived twice
+      // and nothing that was never folded away is archived at all.
+      const archived = precomputed
+        ? { refs: [] as string[], span: undefined, written: undefined }
+        : await this.archiver.stretch(ctx, evictedIndexes(conv.messages, archiveFrom, cut), {
+            kind: archiveFrom > 0 && memo ? 'continuation' : 'compaction',
+            summary: result.summary,
+            continues: archiveFrom > 0 ? memo?.spans.at(-1) : undefined,
+            from: archiveFrom,
+          });
       const base: MemoEntry = {
         summary: result.summary,
         mustKeep: mergePins(memo?.mustKeep ?? [], mustKeepBullets(result.summary)).slice(-MAX_MEMO_BULLETS),
@@ -184,15 +216,17 @@ export class StretchService {
       };
       if (archived.span) base.span = archived.span;
       else base.pendingFrom = archiveFrom;
+      if (precomputed) base.precomputed = true;
       const entry = withSpans(base, memo, archived.refs);
       if (env.GUARDIAN_SUMMARY_MEMO && !checkpoint) await this.memo.put(ctx.session.hash, entry);
       return {
         entry,
         calls: result.calls,
         chunked: result.chunked,
-        deferred: archived.span === undefined,
+        deferred: !precomputed && archived.span === undefined,
         run: archived.written?.run ?? null,
         span: archived.written?.span ?? null,
+        waited: true,
       };
     } finally {
       await lock?.release();
@@ -212,8 +246,8 @@ export class StretchService {
     const { conv } = ctx;
     const env = this.config.env;
     const maxChars = transcriptLineMaxChars({
-      limitTokens: ctx.budget.window - ctx.budget.reserve,
-      summaryAllowanceTokens: maxSummaryTokens(ctx.budget.reserve),
+      limitTokens: summaryPromptLimit(ctx.budget),
+      summaryAllowanceTokens: maxSummaryTokens(ctx.budget),
       counter: ctx.count.counter,
     });
     const toolArgChars = env.GUARDIAN_TOOL_ARG_CHARS;
@@ -224,8 +258,7 @@ export class StretchService {
         headers: ctx.auth,
         lines: evicted.map((i) => transcriptLine(conv.messages[i]!, i, { toolArgChars, maxChars })),
         prior,
-        window: ctx.budget.window,
-        reserve: ctx.budget.reserve,
+        budget: ctx.budget,
         counter: ctx.count.counter,
         signal: ctx.input.signal,
         route: conv.route,

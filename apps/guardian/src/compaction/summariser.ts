@@ -6,6 +6,8 @@ import {
   buildSummaryPrompt,
   groupForPrompts,
   maxSummaryTokens,
+  summaryPromptLimit,
+  type BudgetInfo,
   type Counter,
   type SummaryPrompt,
 } from '@guardian/compaction';
@@ -45,8 +47,7 @@ export interface SummariseInput {
   headers: HeaderMap;
   lines: string[];
   prior?: string;
-  window: number;
-  reserve: number;
+  budget: BudgetInfo;
   counter: Counter;
   signal: AbortSignal;
   route: 'chat' | 'messages' | 'responses';
@@ -54,7 +55,7 @@ export interface SummariseInput {
 
 /**
  * Summarises an evicted stretch with the same upstream and model, the client's credentials forwarded (issue 3 §5).
- * A prompt that would not fit (window - reserve) is done in consecutive groups (first group; then summary so far +
+ * A prompt that would not fit (summaryPromptLimit: the window less the summary) is done in consecutive groups (first group; then summary so far +
  * next group). A summary under GUARDIAN_MIN_SUMMARY_CHARS is asked for once more; any failure throws SummariseError.
  */
 @Injectable()
@@ -74,9 +75,9 @@ export class Summariser {
         `transcript of ${transcriptChars} chars is under GUARDIAN_MIN_TRANSCRIPT_CHARS`,
       );
     }
-    const maxTokens = maxSummaryTokens(input.reserve);
+    const maxTokens = maxSummaryTokens(input.budget);
     const groups = groupForPrompts(input.lines, {
-      limitTokens: input.window - input.reserve,
+      limitTokens: summaryPromptLimit(input.budget),
       summaryAllowanceTokens: maxTokens,
       counter: input.counter,
       hasPrior: input.prior !== undefined,
