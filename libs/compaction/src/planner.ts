@@ -53,11 +53,7 @@ export function keptSystemTokens(input: Pick<PlanInput, 'messages' | 'fixedChars
 }
 
 /** Tokens of a request after a cut, with a summary block of `summaryTokens` in front of the kept tail. */
-export function tokensAfterCut(
-  input: Omit<PlanInput, 'memo'>,
-  cut: number,
-  summaryTokens: number,
-): number {
+export function tokensAfterCut(input: Omit<PlanInput, 'memo'>, cut: number, summaryTokens: number): number {
   return keptSystemTokens(input) + summaryTokens + tailTokens(input.messages, cut, input.counter);
 }
 
@@ -74,7 +70,9 @@ export function chooseMemo<T extends { cut: number; summaryTokens: number }>(
   const usable = memos
     .filter((m) => m.cut > 0 && m.cut < input.messages.length && allowed[m.cut] === true)
     .sort((a, b) => a.cut - b.cut);
-  return usable.find((m) => tokensAfterCut(input, m.cut, m.summaryTokens) <= input.budget.budget) ?? usable.at(-1);
+  return (
+    usable.find((m) => tokensAfterCut(input, m.cut, m.summaryTokens) <= input.budget.budget) ?? usable.at(-1)
+  );
 }
 
 /**
