@@ -83,9 +83,8 @@ check_compose_vllm() {
   check "guardian got its own setting from .env (GUARDIAN_LOG_LEVEL=debug)" grep -qx GUARDIAN_LOG_LEVEL=debug <<<"$env"
   check "guardian did not get HF_TOKEN or the Grafana password" bash -c '! grep -qE "^(HF_TOKEN|GRAFANA_ADMIN_PASSWORD)=" <<<"$1"' _ "$env"
   env="$(dc exec -T vllm env)"
-  # (The stand-in's own image sets GUARDIAN_HOST and friends, so look for what .env holds.)
-  check "vllm got HF_TOKEN and nothing else from .env" \
-    bash -c 'grep -qx HF_TOKEN=hf_cglive_not_a_real_token <<<"$1" && ! grep -qE "^(GUARDIAN_LOG_LEVEL|GRAFANA_ADMIN_PASSWORD|MAX_MODEL_LEN)=" <<<"$1"' _ "$env"
+  check "vllm got HF_TOKEN and nothing of guardian's, Grafana's or the stack's from .env" \
+    bash -c 'grep -qx HF_TOKEN=hf_cglive_not_a_real_token <<<"$1" && ! grep -qE "^(GUARDIAN_|GRAFANA_|MODEL=|MAX_MODEL_LEN=)" <<<"$1"' _ "$env"
 
   out="$(http_get "http://127.0.0.1:$port/readyz")"
   check "/readyz: span volume writable, memo in Redis: ${out#200 }" \
