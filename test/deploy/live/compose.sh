@@ -25,7 +25,7 @@ set_env() {
 # The compose of the current check: "docker compose" (v2), or Debian's "docker-compose" (v1).
 CG_COMPOSE_CMD="docker compose"
 dc() { (cd "$CG_COMPOSE_DIR" && $CG_COMPOSE_CMD "$@"); }
-guardian_healthy() { [[ "$(container_health "$(dc ps -q guardian)")" == healthy ]]; }
+guardian_healthy() { container_healthy "$(dc ps -q guardian)"; }
 
 # compose_up LABEL: `docker compose up -d`, then waits for guardian's HEALTHCHECK.
 compose_up() {

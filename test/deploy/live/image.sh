@@ -27,6 +27,7 @@ build_image() {
 # guardian_ready PORT: /readyz answers 200.
 guardian_ready() { http_ok "http://127.0.0.1:$1/readyz"; }
 container_health() { docker inspect -f '{{.State.Health.Status}}' "$1" 2>/dev/null; }
+container_healthy() { [[ "$(container_health "$1")" == healthy ]]; }
 
 check_image_run() {
   section "image: run as documented (read-only, uid 10001, a compacting session, recall, SIGTERM)"
@@ -52,7 +53,7 @@ check_image_run() {
   check "/readyz reports the span volume writable: ${out#200 }" grep -q '"span_volume":"writable"' <<<"$out"
   check "the sidecar runs as uid 10001" test "$(docker exec "$g" id -u)" = 10001
   check "its root filesystem is read-only" bash -c "! docker exec $g touch /app/probe 2>/dev/null"
-  if wait_until 20 bash -c "[[ \$(docker inspect -f '{{.State.Health.Status}}' $g) == healthy ]]"; then
+  if wait_until 20 container_healthy "$g"; then
     ok "the HEALTHCHECK says healthy $(secs_since "$t0") s after the start (defect 4)"
   else
     fail "not healthy within 20 s: $(container_health "$g")"

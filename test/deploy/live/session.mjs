@@ -1,5 +1,5 @@
-// A conversation through a running guardian, for the live deploy checks (plain JS: the checks run it with
-// the host's node, before or without a TypeScript build). It grows one chat session past the upstream's
+// A conversation through a running guardian, for the live deploy checks (plain JS: Node 20 runs no
+// TypeScript, and test/ is not compiled). It grows one chat session past the upstream's
 // window, as a coding agent does, then prints what guardian reports as one JSON line:
 //   node session.mjs <guardian base URL> <model> [turns]
 //   {"statuses":[200,...],"compactions":N,"num_ctx":W,"window_source":"detected:vllm"}

@@ -35,8 +35,10 @@ go_build_in_module() {
 
 # go_mod_file MODULE@VERSION: the path of that module's go.mod in the module cache (downloaded if need be).
 go_mod_file() {
-  (cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "$1") \
+  local dir; dir="$(mktemp -d)"
+  (cd "$dir" && GOFLAGS=-mod=mod go mod download -json "$1") \
     | node -e 'let s="";process.stdin.on("data",(c)=>(s+=c)).on("end",()=>console.log(JSON.parse(s).GoMod))'
+  rm -rf "$dir"
 }
 
 # docker compose v2 and docker buildx, the CLI plugins a Docker install normally brings: compose runs the
