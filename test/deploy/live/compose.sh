@@ -125,18 +125,13 @@ check_compose_cpu() {
   set_env "$CG_COMPOSE_DIR" LLAMACPP_IMAGE "$STANDIN_LLAMACPP_IMAGE"
   set_env "$CG_COMPOSE_DIR" GUARDIAN_PUBLISH_PORT "$port"
   set_env "$CG_COMPOSE_DIR" HF_TOKEN hf_cglive_not_a_real_token
-  if [[ "$compose" == docker-compose ]]; then
-    dc() { (cd "$CG_COMPOSE_DIR" && docker-compose "$@"); }
+  CG_COMPOSE_CMD="$compose"
+  if compose_up "$label"; then
+    check "$label: no vllm container, and no GPU asked for" test -z "$(dc ps -q vllm 2>/dev/null)"
+    env="$(dc exec -T llamacpp env)"
+    check "$label: llama.cpp got HF_TOKEN" grep -qx HF_TOKEN=hf_cglive_not_a_real_token <<<"$env"
+    compose_session "$label" "$port" detected:llamacpp
   fi
-  compose_up "$label" || { cleanup_now; # The compose of the current check: "docker compose" (v2), or Debian's "docker-compose" (v1).
-CG_COMPOSE_CMD="docker compose"
-dc() { (cd "$CG_COMPOSE_DIR" && $CG_COMPOSE_CMD "$@"); }; return; }
-  check "$label: no vllm container, and no GPU asked for" test -z "$(dc ps -q vllm 2>/dev/null)"
-  env="$(dc exec -T llamacpp env)"
-  check "$label: llama.cpp got HF_TOKEN" grep -qx HF_TOKEN=hf_cglive_not_a_real_token <<<"$env"
-  compose_session "$label" "$port" detected:llamacpp
   cleanup_now
-  # The compose of the current check: "docker compose" (v2), or Debian's "docker-compose" (v1).
-CG_COMPOSE_CMD="docker compose"
-dc() { (cd "$CG_COMPOSE_DIR" && $CG_COMPOSE_CMD "$@"); }
+  CG_COMPOSE_CMD="docker compose"
 }
