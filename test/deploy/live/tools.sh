@@ -21,9 +21,9 @@ KWOK_STAGES="$CG_CACHE/kwok-$KWOK_VERSION/stages.yaml"
 HELM="$CG_CACHE/helm-$HELM_VERSION/helm"
 
 # go_build_in_module DIR GOMOD_TEXT OUT LDFLAGS PACKAGE@VERSION...: builds the packages inside a module of
-# their own (OUT: a folder ending in / or, for one package, the binary's path). Kubernetes and etcd cannot be `go install`ed: their go.mod files carry replace
-# directives to folders that are not in the published module, so the wrapper module replaces each with
-# its published version instead.
+# their own (OUT: a folder ending in / or, for one package, the binary's path). Kubernetes and etcd cannot
+# be `go install`ed: their go.mod files carry replace directives to folders that are not in the published
+# module, so the wrapper module replaces each with its published version instead.
 go_build_in_module() {
   local dir="$1" gomod="$2" out="$3" ldflags="$4"; shift 4
   rm -rf "$dir"; mkdir -p "$dir"
