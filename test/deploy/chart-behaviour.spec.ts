@@ -200,6 +200,13 @@ describe.each(['test/deploy/values/standalone-full.yaml', 'test/deploy/values/si
       const containerPort = guardian.ports.find((p: any) => p.name === servicePort.targetPort);
       expect(String(containerPort.containerPort)).toBe(envOf(guardian).GUARDIAN_PORT);
     });
+
+    it('is left out where the cluster has no Prometheus Operator CRDs, so the install still succeeds', () => {
+      // A ServiceMonitor the API server does not know fails the whole release (issue 13, defect 7).
+      const objects = render({ files: [file], apiVersions: [] });
+      expect(find(objects, 'ServiceMonitor')).toHaveLength(0);
+      expect(find(objects, 'Deployment')).toHaveLength(1);
+    });
   },
 );
 
