@@ -1,4 +1,4 @@
-// `npm run bench [-- overhead|compaction|archive|memo|soak ...]`: runs the named benchmarks, or all but soak, one after
+// `npm run bench [-- overhead|compaction|archive|memo|precompact|soak ...]`: runs the named benchmarks, or all but soak, one after
 // the other (never at once: each one measures a machine it must have to itself). Each writes bench/results/<name>.txt.
 import { performance } from 'node:perf_hooks';
 
@@ -6,16 +6,19 @@ import * as archive from './archive-bench';
 import * as compaction from './compaction';
 import * as memo from './memo-bench';
 import * as overhead from './overhead';
+import * as precompact from './precompact';
 import * as soak from './soak';
 
 interface Bench {
   run(): Promise<void>;
 }
 
-const BENCHES: Record<string, Bench> = { overhead, compaction, archive, memo, soak };
+const BENCHES: Record<string, Bench> = { overhead, compaction, archive, memo, precompact, soak };
 
 async function main(): Promise<void> {
-  const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  // Names are the bare words; a word right after a `--flag` is that flag's value (`--gap-ms 300`).
+  const args = process.argv.slice(2);
+  const asked = args.filter((a, i) => !a.startsWith('-') && !(args[i - 1] ?? '').startsWith('--'));
   const unknown = asked.filter((a) => !(a in BENCHES));
   if (unknown.length > 0) {
     process.stderr.write(

@@ -56,6 +56,22 @@ describe('fail open', () => {
     expect(((await stats(stack)).fail_open as Json).summarise).toBe(1);
   });
 
+  // Issue 11: a hung summariser held the client for the upstream timeout (ten minutes by default).
+  it('gives up on a summariser slower than GUARDIAN_SUMMARY_TIMEOUT_MS and forwards the client bytes', async () => {
+    stack = await startStack({
+      stub: { flavor: 'vllm', window: 8192, summaryDelayMs: 5_000 },
+      env: { ...ENV, GUARDIAN_SUMMARY_TIMEOUT_MS: '300' },
+    });
+    const bytes = JSON.stringify({ model: 'stub-model', messages: overBudget(7) });
+    const res = await postChat(stack.baseURL, bytes);
+    expect(res.status).toBe(200);
+    // The client has its answer while the summariser is still thinking: guardian gave up on it (and hung up).
+    const [call] = summaryCalls(stack.stub);
+    expect(call).toMatchObject({ status: 0, aborted: true });
+    expect(forwarded(stack.stub).map((r) => r.body.toString('utf8'))).toEqual([bytes]);
+    expect(((await stats(stack)).fail_open as Json).summarise).toBe(1);
+  });
+
   it('asks once more for a summary shorter than GUARDIAN_MIN_SUMMARY_CHARS, then compacts', async () => {
     stack = await startStack({ stub: { flavor: 'vllm', window: 8192 }, env: ENV });
     stack.stub.failNext(200, {
@@ -112,6 +128,48 @@ describe('fail open', () => {
         (m) => m.role !== 'system',
       );
       expect(spans[0]!.messages).toEqual(next.slice(1, next.length - tail.length));
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  // Issue 12 defect 1: only a later turn that reused the same cut wrote a deferred stretch; a new cut started at the
+  // memo's cut and the unarchived stretch before it was never written.
+  it('archives a deferred stretch with the next stretch when the later turn makes a new cut', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'cg-blocked-'));
+    const blocker = join(root, 'blocker');
+    await writeFile(blocker, 'not a folder');
+    const spanDir = join(blocker, 'spans');
+    try {
+      stack = await startStack({
+        stub: { flavor: 'vllm', window: 8192 },
+        env: { ...ENV, GUARDIAN_SPAN_DIR: spanDir },
+      });
+      const messages = overBudget(5);
+      expect((await postChat(stack.baseURL, { model: 'stub-model', messages })).status).toBe(200);
+      expect((await stats(stack)).archive_deferred).toBe(1);
+
+      await rm(blocker);
+      await mkdir(blocker);
+      stack.stub.reset();
+      // Enough new turns that the first cut's summary and tail no longer fit: a new, later cut is made.
+      const next: Json[] = [...messages];
+      for (let t = 1; t <= 8; t++)
+        next.push(
+          { role: 'assistant', content: `Answer ${t}.` },
+          { role: 'user', content: `More notes ${t}:\n${filler(500 + t, 330)}` },
+        );
+      expect((await postChat(stack.baseURL, { model: 'stub-model', messages: next })).status).toBe(200);
+      expect(summaryCalls(stack.stub)).toHaveLength(1);
+      const block = summaryBlock(forwarded(stack.stub)[0]!)!;
+      expect(block).not.toContain('not archived yet');
+      // Every evicted message is on disk exactly once, in order, and the block names only spans that exist.
+      const spans = await readSpans(spanDir);
+      const tail = (forwarded(stack.stub)[0]!.json as { messages: Json[] }).messages.filter(
+        (m) => m.role !== 'system',
+      );
+      expect(spans.flatMap((sp) => sp.messages)).toEqual(next.slice(1, next.length - tail.length));
+      for (const ref of spanRefsIn(block)) expect(spans.map((sp) => sp.ref)).toContain(ref);
     } finally {
       await rm(root, { recursive: true, force: true });
     }

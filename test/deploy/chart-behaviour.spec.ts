@@ -40,6 +40,20 @@ describe('standalone mode (defaults)', () => {
     expect(env.GUARDIAN_SPAN_DIR).toBeUndefined();
   });
 
+  // Issue 12 defect 5: the body limit and the pod's memory must agree (values.yaml, "Sizing rule").
+  it('gives Node a heap that fits the memory limit, and a limit that fits the largest body guardian accepts', () => {
+    const values = parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as {
+      resources: { limits: { memory: string } };
+      nodeHeapMiB: number;
+    };
+    const mib = (q: string): number => Number(q.replace(/Gi$/, '')) * (q.endsWith('Gi') ? 1024 : 1);
+    const limit = mib(values.resources.limits.memory);
+    const maxBodyMiB = 67108864 / 1024 / 1024; // GUARDIAN_MAX_BODY_BYTES's default (README)
+    expect(limit).toBeGreaterThanOrEqual(256 + 8 * maxBodyMiB);
+    expect(envOf(guardian).NODE_OPTIONS).toBe(`--max-old-space-size=${values.nodeHeapMiB}`);
+    expect(values.nodeHeapMiB).toBeLessThanOrEqual(limit * 0.8);
+  });
+
   it('probes /healthz for liveness and /readyz for readiness', () => {
     expect(guardian.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(guardian.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
@@ -199,6 +213,13 @@ describe.each(['test/deploy/values/standalone-full.yaml', 'test/deploy/values/si
       const guardian = container(objects, 'guardian');
       const containerPort = guardian.ports.find((p: any) => p.name === servicePort.targetPort);
       expect(String(containerPort.containerPort)).toBe(envOf(guardian).GUARDIAN_PORT);
+    });
+
+    it('is left out where the cluster has no Prometheus Operator CRDs, so the install still succeeds', () => {
+      // A ServiceMonitor the API server does not know fails the whole release (issue 13, defect 7).
+      const objects = render({ files: [file], apiVersions: [] });
+      expect(find(objects, 'ServiceMonitor')).toHaveLength(0);
+      expect(find(objects, 'Deployment')).toHaveLength(1);
     });
   },
 );

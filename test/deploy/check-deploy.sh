@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Deploy checks (issue 8): npm run check:deploy. No Docker engine or cluster runs here, so every
-# artefact is checked with the real tools instead: dockerfile-utils, Debian's docker-compose, a helm
-# built from the Go module proxy, kubernetes-models schemas (jest), and a replay of the image's
-# runtime stage as a non-root user on a read-only tree. Each section reports; the script fails if any did.
+# Deploy checks (issue 8): npm run check:deploy. The offline tier, needing no Docker engine or cluster:
+# dockerfile-utils, Debian's docker-compose, a helm built from the Go module proxy, kubernetes-models
+# schemas (jest), and a replay of the image's runtime stage as a non-root user on a read-only tree.
+# Running it all for real is npm run check:deploy:live (test/deploy/live/check-live.sh, issue 13).
+# Each section reports; the script fails if any did.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -55,10 +56,15 @@ if command -v docker-compose >/dev/null 2>&1; then
     local label="$1"; shift
     if (cd "$COMPOSE_DIR" && docker-compose "$@" config -q); then echo "ok: $label"; else fail "docker-compose config: $label"; fi
   }
-  check_compose "base" -f docker-compose.yml
-  check_compose "profile observability" -f docker-compose.yml --profile observability
+  # .env.example's own COMPOSE_FILE (vLLM on GPUs), then every other variant docs/deploy.md names.
+  check_compose "default .env (COMPOSE_FILE: base + gpu.yml)"
+  check_compose "base alone" -f docker-compose.yml
+  check_compose "profile observability" -f docker-compose.yml -f deploy/compose/gpu.yml --profile observability
+  check_compose "profile dashboards" -f docker-compose.yml -f deploy/compose/gpu.yml --profile dashboards
+  check_compose "gpu + anchor" -f docker-compose.yml -f deploy/compose/gpu.yml -f deploy/compose/anchor.yml
   check_compose "cpu override" -f docker-compose.yml -f deploy/compose/cpu.yml
-  check_compose "cpu override + observability" -f docker-compose.yml -f deploy/compose/cpu.yml --profile observability
+  check_compose "cpu + anchor + dashboards" -f docker-compose.yml -f deploy/compose/cpu.yml \
+    -f deploy/compose/anchor.yml --profile dashboards
   rm -rf "$COMPOSE_DIR"
 fi
 

@@ -58,10 +58,29 @@ const CONTRACT_VARIABLES = [
   'OTEL_EXPORTER_OTLP_ENDPOINT',
 ];
 
+const COMPOSE_FILES = [
+  'docker-compose.yml',
+  'deploy/compose/gpu.yml',
+  'deploy/compose/cpu.yml',
+  'deploy/compose/anchor.yml',
+];
+
+/** `environment` as a map, whether written as a list (`- KEY=value`, `- KEY`) or a mapping. */
+function envMap(environment: unknown): Record<string, string | null> {
+  if (Array.isArray(environment)) {
+    return Object.fromEntries(
+      environment.map((entry: string) => {
+        const eq = entry.indexOf('=');
+        return eq < 0 ? [entry, null] : [entry.slice(0, eq), entry.slice(eq + 1)];
+      }),
+    );
+  }
+  return (environment ?? {}) as Record<string, string | null>;
+}
+
 describe('.env.example', () => {
-  const documented = new Set(
-    [...read('.env.example').matchAll(/^#? ?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1]),
-  );
+  const text = read('.env.example');
+  const documented = new Set([...text.matchAll(/^#? ?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1]));
 
   it('documents every variable of CONTRACTS §7', () => {
     expect(CONTRACT_VARIABLES.filter((v) => !documented.has(v))).toEqual([]);
@@ -69,42 +88,61 @@ describe('.env.example', () => {
 
   it('documents every variable the compose files interpolate', () => {
     const used = new Set<string>();
-    for (const file of ['docker-compose.yml', 'deploy/compose/cpu.yml']) {
+    for (const file of COMPOSE_FILES) {
       for (const m of read(file).matchAll(/\$\{([A-Z][A-Z0-9_]*)/g)) used.add(m[1]!);
     }
     expect([...used].filter((v) => !documented.has(v))).toEqual([]);
   });
 
   it('leaves every guardian setting commented, so a copied .env keeps the defaults', () => {
-    expect(read('.env.example').match(/^GUARDIAN_/gm)).toBeNull();
+    expect(text.match(/^GUARDIAN_/gm)).toBeNull();
+  });
+
+  it('chooses vLLM on a GPU by default, and names the GPU-less file beside it', () => {
+    expect(text).toMatch(/^COMPOSE_FILE=docker-compose\.yml:deploy\/compose\/gpu\.yml$/m);
+    expect(text).toMatch(/^# COMPOSE_FILE=docker-compose\.yml:deploy\/compose\/cpu\.yml$/m);
   });
 });
 
 describe('docker-compose.yml', () => {
   const compose = parse(read('docker-compose.yml'));
   const guardian = compose.services.guardian;
+  const guardianEnv = envMap(guardian.environment);
 
-  it('runs vllm on a GPU with the model and window from .env', () => {
+  it('runs vllm with the model and window from .env, and asks for no GPU itself (gpu.yml does)', () => {
     const vllm = compose.services.vllm;
-    expect(vllm.image).toMatch(/^vllm\/vllm-openai:/);
+    expect(vllm.image).toBe('${VLLM_IMAGE:-vllm/vllm-openai}:${VLLM_TAG:-latest}');
     expect(vllm.command).toEqual(
       expect.arrayContaining(['--model', '${MODEL}', '--max-model-len', '${MAX_MODEL_LEN}']),
     );
-    expect(vllm.deploy.resources.reservations.devices[0]).toMatchObject({
-      driver: 'nvidia',
-      capabilities: ['gpu'],
-    });
+    expect(vllm.deploy).toBeUndefined();
   });
 
   it('wires guardian to vllm and redis, publishes it on loopback only, data on a named volume', () => {
-    expect(guardian.environment).toMatchObject({
+    expect(guardianEnv).toMatchObject({
       GUARDIAN_UPSTREAM_URL: 'http://vllm:8000/v1',
       GUARDIAN_REDIS_URL: 'redis://redis:6379',
+      GUARDIAN_HOST: '0.0.0.0',
+      GUARDIAN_PORT: '8786',
+      GUARDIAN_DATA_DIR: '/data',
     });
-    expect(guardian.ports).toEqual(['127.0.0.1:8786:8786']);
+    expect(guardian.ports).toEqual(['127.0.0.1:${GUARDIAN_PUBLISH_PORT:-8786}:8786']);
     const [volume, target] = String(guardian.volumes[0]).split(':');
     expect(target).toBe('/data');
     expect(Object.keys(compose.volumes)).toContain(volume);
+  });
+
+  it('hands each service only its own variables from .env, never the whole file (defect 6)', () => {
+    for (const file of COMPOSE_FILES) expect(read(file)).not.toMatch(/env_file/);
+    // Every guardian setting .env.example documents passes through by name, except the stack's wiring
+    // (set above) and the tools' own variables, which the sidecar does not read.
+    const notForTheSidecar = ['GUARDIAN_URL', 'GUARDIAN_TOKEN', 'GUARDIAN_TAG', 'GUARDIAN_PUBLISH_PORT'];
+    const settings = [...read('.env.example').matchAll(/^# (GUARDIAN_[A-Z0-9_]+|OTEL_[A-Z_]+)=/gm)]
+      .map((m) => m[1]!)
+      .filter((v) => !notForTheSidecar.includes(v));
+    expect(settings.filter((v) => !(v in guardianEnv))).toEqual([]);
+    expect(Object.keys(guardianEnv).filter((v) => !/^(GUARDIAN_|OTEL_)/.test(v))).toEqual([]);
+    expect(envMap(compose.services.vllm.environment)).toEqual({ HF_TOKEN: null });
   });
 
   it('runs guardian with a read-only root and a tmpfs /tmp', () => {
@@ -118,9 +156,9 @@ describe('docker-compose.yml', () => {
     expect(ports.filter((p: string) => !p.startsWith('127.0.0.1:'))).toEqual([]);
   });
 
-  it('puts Prometheus and Grafana in the observability profile with the dashboard provisioned', () => {
-    expect(compose.services.prometheus.profiles).toEqual(['observability']);
-    expect(compose.services.grafana.profiles).toEqual(['observability']);
+  it('puts Prometheus in the observability profile, and Grafana with the dashboard in dashboards', () => {
+    expect(compose.services.prometheus.profiles).toEqual(['observability', 'dashboards']);
+    expect(compose.services.grafana.profiles).toEqual(['dashboards']);
     expect(compose.services.prometheus.volumes).toContain('./deploy/prometheus:/etc/prometheus:ro');
     expect(compose.services.prometheus.command).toContain('--config.file=/etc/prometheus/prometheus.yml');
     const grafanaVolumes: string[] = compose.services.grafana.volumes;
@@ -133,19 +171,39 @@ describe('docker-compose.yml', () => {
   });
 });
 
-describe('deploy/compose/cpu.yml', () => {
-  const cpu = parse(read('deploy/compose/cpu.yml'));
+describe('deploy/compose overrides', () => {
+  it('gpu.yml reserves the NVIDIA GPUs for vllm', () => {
+    const gpu = parse(read('deploy/compose/gpu.yml'));
+    expect(gpu.services.vllm.deploy.resources.reservations.devices[0]).toMatchObject({
+      driver: 'nvidia',
+      capabilities: ['gpu'],
+    });
+  });
 
-  it('moves vllm out of the default run and points guardian at a llama.cpp server', () => {
-    expect(cpu.services.vllm.profiles).toEqual(['gpu']);
-    expect(cpu.services.llamacpp.image).toBe('ghcr.io/ggml-org/llama.cpp:server');
+  it('cpu.yml moves vllm out of the run and points guardian at a llama.cpp server with HF_TOKEN', () => {
+    const cpu = parse(read('deploy/compose/cpu.yml'));
+    expect(cpu.services.vllm.profiles).toEqual(['vllm']);
+    expect(cpu.services.llamacpp.image).toBe('${LLAMACPP_IMAGE:-ghcr.io/ggml-org/llama.cpp:server}');
     expect(cpu.services.llamacpp.deploy).toBeUndefined();
-    expect(cpu.services.guardian.environment.GUARDIAN_UPSTREAM_URL).toBe('http://llamacpp:8080/v1');
+    expect(envMap(cpu.services.llamacpp.environment)).toEqual({ LLAMA_CACHE: '/models', HF_TOKEN: null });
+    expect(envMap(cpu.services.guardian.environment)).toEqual({
+      GUARDIAN_UPSTREAM_URL: 'http://llamacpp:8080/v1',
+    });
+  });
+
+  it('anchor.yml puts the anchors on a second volume at /anchor, a folder the image gives uid 10001', () => {
+    const anchor = parse(read('deploy/compose/anchor.yml'));
+    expect(envMap(anchor.services.guardian.environment)).toEqual({ GUARDIAN_SEAL_ANCHOR_DIR: '/anchor' });
+    expect(anchor.services.guardian.volumes).toEqual(['guardian-anchor:/anchor']);
+    expect(read('Dockerfile')).toMatch(
+      /mkdir -p \/data \/anchor \\\n\s+&& chown 10001:10001 \/data \/anchor/,
+    );
   });
 });
 
 describe('Dockerfile', () => {
   const dockerfile = read('Dockerfile');
+  const build = dockerfile.slice(dockerfile.indexOf(' AS build'), dockerfile.indexOf(' AS runtime'));
   const runtime = dockerfile.slice(dockerfile.indexOf(' AS runtime'));
 
   it('builds in one stage and ships production dependencies, dist and bin in a slim runtime', () => {
@@ -156,6 +214,18 @@ describe('Dockerfile', () => {
     expect(copied).toEqual(['/app/package.json', '/app/node_modules', '/app/dist', '/app/bin']);
   });
 
+  it('names no BuildKit frontend, which would be fetched from Docker Hub (defect 1)', () => {
+    expect(dockerfile).not.toMatch(/^#\s*syntax=/im);
+  });
+
+  it('makes the dependency install prove itself before compiling (defect 2)', () => {
+    expect(build).toMatch(/RUN npm ci [^\n]*\\\n\s+&& npm ls --depth=0/);
+  });
+
+  it('leaves the benchmarks, the demo and the stub out of the runtime (defect 5)', () => {
+    expect(build).toContain('rm -rf dist/bench dist/apps/demo dist/libs/stub-backend');
+  });
+
   it('runs as uid 10001 with /data as the volume and binds 0.0.0.0', () => {
     expect(runtime).toMatch(/^USER 10001:10001$/m);
     expect(runtime).toMatch(/^VOLUME \["\/data"\]$/m);
@@ -163,7 +233,10 @@ describe('Dockerfile', () => {
     expect(runtime).toContain('GUARDIAN_DATA_DIR=/data');
   });
 
-  it('checks /healthz with node and lets any CLI replace the default command', () => {
+  it('checks /healthz with node every few seconds, without --start-interval (Engine < 25 refuses it)', () => {
+    const healthcheck = runtime.match(/^HEALTHCHECK (.*)$/m)![1]!;
+    expect(Number(healthcheck.match(/--interval=(\d+)s/)![1])).toBeLessThanOrEqual(10);
+    expect(healthcheck).not.toContain('--start-interval');
     expect(runtime).toMatch(/^HEALTHCHECK .*\n\s+CMD \["node", "-e", ".*\/healthz/m);
     expect(runtime).toMatch(/^ENTRYPOINT \["\/usr\/bin\/tini", "--"\]$/m);
     expect(runtime).toContain('ln -s "$f" "/usr/local/bin/$(basename "$f" .js)"');

@@ -27,7 +27,14 @@ export interface RenderOptions {
   files?: string[];
   /** Inline values, applied last, written as a values file (so numbers reach helm as a file would). */
   values?: Record<string, unknown>;
+  /**
+   * API versions the simulated cluster serves beyond the built-in ones (`helm template --api-versions`).
+   * Default: the Prometheus Operator's ServiceMonitor, so that the option sets that enable it render it.
+   */
+  apiVersions?: string[];
 }
+
+export const SERVICE_MONITOR_API = 'monitoring.coreos.com/v1/ServiceMonitor';
 
 export function helmBinary(): string {
   if (process.env.HELM) return process.env.HELM;
@@ -61,7 +68,7 @@ function run(
   }
 }
 
-const templateArgs = (): string[] => [
+const templateArgs = (options: RenderOptions): string[] => [
   'template',
   RELEASE,
   CHART_DIR,
@@ -69,11 +76,12 @@ const templateArgs = (): string[] => [
   NAMESPACE,
   '--kube-version',
   KUBE_VERSION,
+  ...(options.apiVersions ?? [SERVICE_MONITOR_API]).flatMap((v) => ['--api-versions', v]),
 ];
 
 /** Every object `helm template` renders for these values. */
 export function render(options: RenderOptions = {}): K8sObject[] {
-  const out = run(templateArgs(), options);
+  const out = run(templateArgs(options), options);
   if (out.status !== 0) throw new Error(`helm template failed:\n${out.stderr}`);
   return parseAllDocuments(out.stdout)
     .map((doc) => doc.toJS() as K8sObject | null)
@@ -82,7 +90,7 @@ export function render(options: RenderOptions = {}): K8sObject[] {
 
 /** helm's error text for values the chart must refuse; throws when it renders instead. */
 export function renderError(options: RenderOptions): string {
-  const out = run(templateArgs(), options);
+  const out = run(templateArgs(options), options);
   if (out.status === 0) throw new Error('helm template rendered values the chart should refuse');
   return out.stderr;
 }

@@ -128,11 +128,14 @@ describe('Anthropic /v1/messages: a long tool-using session through the official
       expect({ request: i, problems: verdict.problems }).toEqual({ request: i, problems: [] });
       if (!verdict.compacted) return;
       compactions += 1;
-      const msgs = (rec.json as { messages: Msg[] }).messages;
-      // The mid-conversation system item is still there, once, in its place before the kept turns.
-      expect(msgs.filter((m) => m.role === 'system')).toEqual([
-        { role: 'system', content: 'The user switched to plan mode.' },
-      ]);
+      const json = rec.json as { messages: Msg[]; system: { text: string }[] };
+      // The mid-conversation system item is still there, once: eviction left it at the front of `messages`, where
+      // Anthropic wants a user turn, so it joined `system` just before the summary block.
+      expect(json.messages.filter((m) => m.role === 'system')).toEqual([]);
+      expect(json.messages[0]!.role).toBe('user');
+      const texts = json.system.map((b) => b.text);
+      expect(texts.filter((t) => t === 'The user switched to plan mode.')).toHaveLength(1);
+      expect(texts.at(-2)).toBe('The user switched to plan mode.');
       expect(stack.stub.countPrompt(rec.json, 'messages')).toBeLessThanOrEqual(WINDOW);
     });
     expect(compactions).toBeGreaterThan(0);

@@ -314,3 +314,36 @@ describe('guardian_requests_total', () => {
     expect(count('route="other",outcome="passthrough"')).toBe(1);
   });
 });
+
+// Issue 12 defect 4: an error answer over the 1 MB guardian reads (to recognise an overflow) became guardian's own
+// 502 UPSTREAM_UNREACHABLE, so SDKs retried what was the upstream's 400.
+describe('an upstream error answer over 1 MB', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ stub: { window: 1_000_000 } });
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+
+  it.each([
+    ['chat', '/chat/completions', 400],
+    ['messages', '/messages', 503],
+  ])('reaches the %s client as the upstream sent it: status and every byte', async (_route, path, status) => {
+    const error = {
+      error: { message: `invalid request: ${'x'.repeat(2 * 1024 * 1024)}`, type: 'invalid_request' },
+    };
+    stack.stub.failNext(status, error);
+    const res = await raw(`${stack.baseURL}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'stub-model',
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    });
+    expect(res.status).toBe(status);
+    expect(res.text).toBe(JSON.stringify(error));
+  });
+});

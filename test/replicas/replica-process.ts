@@ -97,7 +97,14 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith('GUARDIAN_') && !key.startsWith('OTEL_')) base[key] = value;
   }
-  return { ...base, GUARDIAN_HOST: '127.0.0.1', GUARDIAN_PORT: '0', ...env };
+  // Pre-compaction off unless a test asks for it: it runs behind answers and would race the next turn (stack.ts).
+  return {
+    ...base,
+    GUARDIAN_HOST: '127.0.0.1',
+    GUARDIAN_PORT: '0',
+    GUARDIAN_PRECOMPACT_THRESHOLD: '0',
+    ...env,
+  };
 }
 
 function parseLine(line: string): LogLine | undefined {

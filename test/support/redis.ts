@@ -1,7 +1,9 @@
 // A real Redis for integration tests (HOUSE "Tests": integration tests run against real services).
-// Order: REDIS_URL when set (a shared server: it cannot be killed or restarted); else a testcontainers
-// `redis:7-alpine` when a Docker engine answers within ~2 s; else `redis-server` from PATH on a free port.
-import { spawn, type ChildProcess } from 'node:child_process';
+// Order: REDIS_URL when set (a shared server: it cannot be killed or restarted); else testcontainers with
+// `redis:7-bookworm` when a Docker engine answers within ~2 s and has that image (no registry is reachable
+// here: `bash test/deploy/live/engine.sh up` builds it from Debian's redis-server, as CI does before the
+// tests); else `redis-server` from PATH on a free port.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir } from 'node:os';
@@ -12,6 +14,8 @@ import Redis from 'ioredis';
 export interface TestRedis {
   /** `redis://[:password@]127.0.0.1:<port>` */
   url: string;
+  /** Where this Redis runs: a testcontainers container, a spawned redis-server, or REDIS_URL's server. */
+  kind: 'container' | 'process' | 'shared';
   /** Stop and clean up; safe to call twice. A no-op for REDIS_URL. */
   stop(): Promise<void>;
   /** SIGKILL the server (an outage). Throws for REDIS_URL, which the test does not own. */
@@ -27,6 +31,8 @@ export interface StartRedisOptions {
   password?: string;
 }
 
+/** The image CI builds locally (test/deploy/live/images/redis.Dockerfile); compose runs the same one. */
+export const REDIS_IMAGE = 'redis:7-bookworm';
 const DOCKER_PROBE_MS = 2000;
 const READY_TIMEOUT_MS = 10_000;
 
@@ -37,11 +43,11 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
     return sharedRedis(shared);
   }
   const port = await freePort();
-  if (await dockerAnswers()) {
+  if ((await dockerAnswers()) && (await imageBuilt())) {
     try {
       return await containerRedis(port, options.password);
     } catch (err) {
-      // An engine that answers may still fail to pull or run the image (offline CI): use a local binary.
+      // An engine that answers may still fail to run the image (a broken daemon): use a local binary.
       process.stderr.write(`test redis: container failed (${String(err)}); trying redis-server\n`);
     }
   }
@@ -54,7 +60,7 @@ function sharedRedis(url: string): TestRedis {
       'test redis: REDIS_URL names a shared server that this test cannot kill or restart; use startRedis({ owned: true })',
     );
   };
-  return { url, stop: async () => undefined, kill: refuse, restart: refuse };
+  return { url, kind: 'shared', stop: async () => undefined, kill: refuse, restart: refuse };
 }
 
 function urlFor(port: number, password: string | undefined): string {
@@ -105,6 +111,7 @@ async function processRedis(port: number, password: string | undefined): Promise
   await launch();
   return {
     url,
+    kind: 'process',
     stop: async () => {
       process.off('exit', onExit);
       await halt('SIGTERM');
@@ -118,20 +125,30 @@ async function processRedis(port: number, password: string | undefined): Promise
 }
 
 async function containerRedis(port: number, password: string | undefined): Promise<TestRedis> {
+  // Ryuk, testcontainers' reaper, is an image from Docker Hub, which cannot be pulled here; this helper
+  // removes its own containers instead (stop(), and the exit hook below for a test that never calls it).
+  process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
   const { GenericContainer, getContainerRuntimeClient } = await import('testcontainers');
   const command = ['redis-server', '--save', '', '--appendonly', 'no'];
   if (password !== undefined) command.push('--requirepass', password);
   // A fixed host port, so that restart() brings Redis back where the stores under test reconnect.
-  const container = await new GenericContainer('redis:7-alpine')
+  const container = await new GenericContainer(REDIS_IMAGE)
     .withCommand(command)
     .withExposedPorts({ container: 6379, host: port })
     .start();
   const url = urlFor(container.getMappedPort(6379), password);
   const client = await getContainerRuntimeClient();
   const handle = client.container.getById(container.getId());
+  const onExit = (): void => {
+    // Synchronous, as an 'exit' handler must be; the container may already be gone.
+    spawnSync('docker', ['rm', '-f', container.getId()], { stdio: 'ignore' });
+  };
+  process.once('exit', onExit);
   return {
     url,
+    kind: 'container',
     stop: async () => {
+      process.off('exit', onExit);
       await container.stop({ timeout: 0 });
     },
     kill: () => client.container.stop(handle, { timeout: 0 }),
@@ -140,6 +157,17 @@ async function containerRedis(port: number, password: string | undefined): Promi
       await waitForPing(url);
     },
   };
+}
+
+/** Whether the engine has the locally built Redis image: pulling it would fail offline, slowly. */
+async function imageBuilt(): Promise<boolean> {
+  const { getContainerRuntimeClient, ImageName } = await import('testcontainers');
+  const client = await getContainerRuntimeClient();
+  if (await client.image.exists(ImageName.fromString(REDIS_IMAGE))) return true;
+  process.stderr.write(
+    `test redis: ${REDIS_IMAGE} is not built (bash test/deploy/live/engine.sh up builds it); using redis-server\n`,
+  );
+  return false;
 }
 
 /** Whether a Docker engine is likely present and answers; false on any failure within ~2 s. */

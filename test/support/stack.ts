@@ -33,6 +33,9 @@ export async function startStack(
       GUARDIAN_UPSTREAM_URL: stub.baseUrl,
       GUARDIAN_DATA_DIR: dataDir,
       GUARDIAN_LOG_LEVEL: 'silent',
+      // Pre-compaction runs behind each answer and would race the next request of a test that sends turns back to
+      // back, making summariser counts depend on timing; the tests of it (test/compaction/precompact*) turn it on.
+      GUARDIAN_PRECOMPACT_THRESHOLD: '0',
       ...opts.env,
     },
     { version: 'test', home: dataDir },

@@ -15,13 +15,26 @@ export interface ClientSpec {
   name: string;
   /** npm package, for the version (its package.json) and the docs. */
   pkg: string;
+  /**
+   * The version `--install` puts in the clients cache: the one docs/WORKS_WITH.md records, so that a re-run (and the
+   * recordings it writes) compares like with like. Raise it to check a newer release.
+   */
+  version: string;
+  /**
+   * Windows (tokens) for the long mode, each shared by the sidecar and the stub: the multiples of 4,096 at which the
+   * long session sent direct is first refused on turn 4 and on turn 5. Every client so gets about the same room for
+   * conversation (three or four 17 KB turns) whatever the size of its own system prompt and tools (Claude Code's is
+   * about 19,900 tokens, Continue's about 1,400). Measured from the direct counts the long run prints
+   * (docs/WORKS_WITH.md, "Long sessions"); the run checks it again every time.
+   */
+  longWindows: readonly number[];
   /** Binary name under `<install>/node_modules/.bin`. */
   bin: string;
   /** Writes the client's config files into the isolated home; returns the extra environment. */
   setup(run: ClientRun): Record<string, string>;
   /** Arguments for a first turn; `stdin` is true when the prompt goes on standard input. */
   first(prompt: string, run: ClientRun): { args: string[]; stdin: boolean };
-  /** Arguments for a second turn continuing the first, when the client can do that non-interactively. */
+  /** Arguments for a later turn continuing the previous one, when the client can do that non-interactively. */
   next?(prompt: string, run: ClientRun): { args: string[]; stdin: boolean };
 }
 
@@ -42,6 +55,8 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'claude-code',
     pkg: '@anthropic-ai/claude-code',
+    version: '2.1.197',
+    longWindows: [36_864, 40_960],
     bin: 'claude',
     setup: (r) => ({
       ANTHROPIC_BASE_URL: r.origin,
@@ -62,6 +77,8 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'codex',
     pkg: '@openai/codex',
+    version: '0.171.0',
+    longWindows: [24_576, 28_672],
     bin: 'codex',
     setup: (r) => {
       const codexHome = join(r.home, '.codex');
@@ -94,6 +111,8 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'opencode',
     pkg: 'opencode-ai',
+    version: '1.18.33',
+    longWindows: [24_576, 28_672],
     bin: 'opencode',
     setup: (r) => {
       write(
@@ -131,6 +150,8 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'qwen-code',
     pkg: '@qwen-code/qwen-code',
+    version: '0.15.10',
+    longWindows: [32_768, 36_864],
     bin: 'qwen',
     setup: (r) => {
       write(
@@ -150,6 +171,8 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'continue (cn)',
     pkg: '@continuedev/cli',
+    version: '1.5.47',
+    longWindows: [16_384, 20_480],
     bin: 'cn',
     setup: (r) => {
       const dir = join(r.home, '.continue');

@@ -1,44 +1,65 @@
 /**
  * Works-with check for real coding CLIs (docs/WORKS_WITH.md). Not part of `npm test`: it needs the CLIs installed
- * from npm into a scratch folder outside the repository and a built sidecar (`npm run build`).
+ * from npm into a scratch folder outside the repository (`--install` puts them there) and a built sidecar
+ * (`npm run build`).
  *
+ *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --install [--only NAME]
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts [--only NAME] [--clients-dir DIR] [--keep]
+ *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --long [--turns N] [--window TOKENS] ...
  *
- * Each client runs one scripted, over-budget conversation (a first turn carrying a big pasted log, then a second
- * turn continuing it when the client can) in an isolated home, against the built sidecar in front of the stub
- * backend, inside a loopback-only network namespace. It passes when a request reached the sidecar, a compaction or
- * an oversized spill happened, and the stub's answer reached the client's output. Each client's real request shapes
- * (no text, no key values) are written to test/works-with/recordings/<client>-<version>.json.
+ * Short mode: each client runs one scripted, over-budget conversation (a first turn carrying a big pasted log, then
+ * a second turn continuing it) in an isolated home, against the built sidecar in front of the stub backend, inside a
+ * loopback-only network namespace. It passes when a request reached the sidecar, a compaction or an oversized spill
+ * happened, and the stub's answer reached the client's output. Each client's real request shapes (no text, no key
+ * values) are written to test/works-with/recordings/<client>-<version>.json.
+ *
+ * Long mode (issue 11): each client runs `--turns` turns (default 10), each continuing the conversation and pasting
+ * ~17 KB of a different log or source file, the first also planting "Remember this: the deploy key is ZEBRA-7431."
+ * The sidecar and the stub share one hard window, small enough that the session sent direct is refused by turn 5.
+ * Every forwarded request is checked: the fact in each compacted one, the newest paste never spilled while an older
+ * one stays whole, each turn answered, nothing failed open. Shapes go to recordings/long/<client>-<version>.json.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { startStub, type StubBackend } from '@guardian/stub-backend';
 
-import { CLIENTS, COMMON_ENV, type ClientRun, type ClientSpec } from './clients';
+import { CLIENTS, type ClientSpec } from './clients';
+import { installClient, installedVersion } from './support/install';
+import { LONG_HEADER, longTableRow, runLongClient, type LongRow } from './support/long-run';
 import { reexecInLoopbackNetns } from './support/netns';
-import { runProc } from './support/proc';
-import { check, printRows, requestShape, type Row } from './support/report';
-import { REPO_ROOT, startSidecar } from './support/sidecar';
-import { startTap } from './support/tap';
+import { CACHE_DIR } from './support/paths';
+import { LongRecordingBuilder, writeShortRecording } from './support/recording';
+import { check, printRows, requestShape, today, type Row } from './support/report';
+import { ANSWER, MODEL, lastLine, openClientSession, type Turn } from './support/session';
+import type { TapRecord } from './support/tap';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1] : undefined;
 };
-const CLIENTS_DIR =
-  arg('--clients-dir') ?? process.env.CG_CLIENTS_DIR ?? '/root/.cache/context-guardian/clients';
+const numberArg = (name: string, fallback: number): number => {
+  const v = arg(name);
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} takes a positive whole number, not ${v}`);
+  return n;
+};
+const CLIENTS_DIR = arg('--clients-dir') ?? process.env.CG_CLIENTS_DIR ?? join(CACHE_DIR, 'clients');
 const ONLY = arg('--only');
 const KEEP = process.argv.includes('--keep');
+const LONG = process.argv.includes('--long');
 const TURN_TIMEOUT_MS = Number(process.env.CG_TURN_TIMEOUT_MS ?? 240000);
-/** What the stub answers; a client passes only if this reaches its output. */
-const ANSWER = 'CG_OK';
-const MODEL = 'stub-model';
-/** Guardian's window: small enough that every client's first request (system prompt, tools, paste) is over budget. */
-const WINDOW = '8192';
-const RECORDINGS = join(REPO_ROOT, 'test', 'works-with', 'recordings');
+/** Short mode: guardian's window, small enough that every client's first request is over budget. */
+const WINDOW = 8192;
+/** Long mode: 10 turns, as issue 11 saw the failures over; the windows are each client's `longWindows` unless given. */
+const LONG_TURNS = numberArg('--turns', 10);
+const LONG_WINDOW = arg('--window') === undefined ? undefined : numberArg('--window', 0);
+const RECORD = LONG_WINDOW === undefined && arg('--turns') === undefined;
 const GENERATION_ROUTES = ['/v1/chat/completions', '/v1/messages', '/v1/responses'];
+
+const selected = (): ClientSpec[] => CLIENTS.filter((c) => !ONLY || c.name === ONLY || c.bin === ONLY);
 
 /** A deterministic "pasted build log" (~40,000 characters): big enough to be spilled, no real data. */
 function firstPrompt(): string {
@@ -51,78 +72,33 @@ function firstPrompt(): string {
   return `Reply with one short line; do not run any tool or read any file. Here is a build log for reference:\n${lines.join('\n')}`;
 }
 
-function installedVersion(spec: ClientSpec): { bin: string; version: string } | undefined {
-  const dir = join(CLIENTS_DIR, spec.pkg.replace(/[@/]/g, '_'));
-  const bin = join(dir, 'node_modules', '.bin', spec.bin);
-  const pkgJson = join(dir, 'node_modules', ...spec.pkg.split('/'), 'package.json');
-  if (!existsSync(bin) || !existsSync(pkgJson)) return undefined;
-  return { bin, version: (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string }).version };
-}
-
-/** The last non-empty line of a client's error output, cut short: enough to say why, no prompt echo. */
-const lastLine = (text: string): string =>
-  (
-    text
-      .split('\n')
-      .filter((l) => l.trim())
-      .pop() ?? ''
-  )
-    .replace(/\s+/g, ' ')
-    .slice(0, 160);
-
-async function runClient(spec: ClientSpec, stub: StubBackend, work: string): Promise<Row> {
-  const found = installedVersion(spec);
-  if (!found) return check(spec.name, '-', false, `not installed under ${CLIENTS_DIR}`);
-  const dir = join(work, spec.name.replace(/\W+/g, '-').replace(/-+$/, ''));
-  const home = join(dir, 'home');
-  const project = join(dir, 'project');
-  mkdirSync(home, { recursive: true });
-  mkdirSync(project, { recursive: true });
-  writeFileSync(join(project, 'README.md'), '# scratch project for a context-guardian client check\n');
-  const sidecar = await startSidecar({
-    upstreamUrl: stub.baseUrl,
-    dataDir: join(dir, 'data'),
-    logPath: join(dir, 'sidecar.log'),
-    env: { GUARDIAN_NUM_CTX: WINDOW },
+async function runShortClient(spec: ClientSpec, stub: StubBackend, work: string): Promise<Row> {
+  const found = installedVersion(CLIENTS_DIR, spec);
+  if (!found) return check(spec.name, '-', false, `not installed under ${CLIENTS_DIR} (run with --install)`);
+  const session = await openClientSession({
+    spec,
+    bin: found.bin,
+    stub,
+    work,
+    sidecarEnv: { GUARDIAN_NUM_CTX: String(WINDOW) },
+    turnTimeoutMs: TURN_TIMEOUT_MS,
   });
-  const tap = await startTap(sidecar.url);
-  stub.reset();
-  const run: ClientRun = { home, project, origin: tap.url, model: MODEL };
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, '.config'),
-    XDG_DATA_HOME: join(home, '.local', 'share'),
-    XDG_CACHE_HOME: join(home, '.cache'),
-    XDG_STATE_HOME: join(home, '.local', 'state'),
-    ...COMMON_ENV,
-    ...spec.setup(run),
-  };
-  const turns: { code: number | null; stdout: string; stderr: string; timedOut: boolean }[] = [];
   try {
     const prompts = [firstPrompt(), 'Continue: reply with one short line again.'];
     for (const [i, prompt] of prompts.entries()) {
-      const how = i === 0 ? spec.first(prompt, run) : spec.next?.(prompt, run);
-      if (!how) break;
-      const out = await runProc({
-        cmd: found.bin,
-        args: how.args,
-        env,
-        cwd: project,
-        timeoutMs: TURN_TIMEOUT_MS,
-        input: how.stdin ? prompt : undefined,
-      });
-      writeFileSync(join(dir, `turn${i + 1}.stdout`), out.stdout);
-      writeFileSync(join(dir, `turn${i + 1}.stderr`), out.stderr);
-      turns.push(out);
-      if (!out.stdout.includes(ANSWER)) break;
+      const turn = await session.turn(i + 1, prompt);
+      if (!turn?.answered) break;
     }
-    const stats = await sidecar.stats();
-    return judge(spec, found.version, { tap: tap.records, stats, turns, stub, sidecar: sidecar.logLines() });
+    return judge(spec, found.version, {
+      tap: session.tap.records,
+      stats: session.turns.at(-1)?.stats ?? (await session.sidecar.stats()),
+      turns: session.turns,
+      stub,
+      logLines: session.sidecar.logLines().length,
+    });
   } finally {
-    await tap.close();
-    await sidecar.stop();
-    if (!KEEP) rmSync(dir, { recursive: true, force: true });
+    await session.close();
+    if (!KEEP) rmSync(session.dir, { recursive: true, force: true });
   }
 }
 
@@ -130,33 +106,28 @@ function judge(
   spec: ClientSpec,
   version: string,
   got: {
-    tap: import('./support/tap').TapRecord[];
+    tap: TapRecord[];
     stats: Record<string, unknown>;
-    turns: { code: number | null; stdout: string; stderr: string; timedOut: boolean }[];
+    turns: Turn[];
     stub: StubBackend;
-    sidecar: Record<string, unknown>[];
+    logLines: number;
   },
 ): Row {
   const shapes = got.tap.map(requestShape);
-  mkdirSync(RECORDINGS, { recursive: true });
-  const file = join(RECORDINGS, `${spec.name.replace(/\W+/g, '-').replace(/-+$/, '')}-${version}.json`);
-  writeFileSync(
-    file,
-    `${JSON.stringify({ client: spec.name, package: spec.pkg, version, guardian_window: Number(WINDOW), requests: shapes }, null, 2)}\n`,
-  );
+  const file = writeShortRecording({ spec, version, window: WINDOW, shapes });
   const generations = shapes.filter((s) => GENERATION_ROUTES.includes(s.route));
   const compactions = Number(got.stats.compactions_performed ?? 0);
   const spills = Number(got.stats.oversized_spills ?? 0);
   const upstreamAnswers = got.stub.requests.filter((r) => r.route !== 'other' && !r.isSummary).length;
   const summaries = got.stub.requests.filter((r) => r.isSummary).length;
-  const answered = got.turns.map((t) => t.stdout.includes(ANSWER));
+  const answered = got.turns.map((t) => t.answered);
   const routes = [...new Set(generations.map((g) => `${g.method} ${g.route}`))].join(', ');
   const detail =
     `turns ${got.turns.length} (answered ${answered.filter(Boolean).length}), client requests ${shapes.length} ` +
     `(generation ${generations.length}: ${routes || 'none'}), first body ${generations[0]?.body_bytes ?? 0} bytes / ` +
     `${generations[0]?.tools ?? 0} tools, compactions ${compactions}, spills ${spills}, summariser calls ${summaries}, ` +
     `upstream generation calls ${upstreamAnswers}, fail_open ${JSON.stringify(got.stats.fail_open)}, ` +
-    `log lines ${got.sidecar.length}; recording ${file.slice(REPO_ROOT.length + 1)}`;
+    `log lines ${got.logLines}; recording ${file}`;
   const first = got.turns[0];
   if (generations.length === 0) {
     const why = first?.timedOut
@@ -180,23 +151,21 @@ function judge(
   return check(spec.name, version, true, '', detail);
 }
 
-async function main(): Promise<void> {
-  const isolation = reexecInLoopbackNetns();
+async function shortMode(work: string, isolation: string): Promise<boolean> {
   const stub = await startStub({
     window: 262144,
     flavor: 'vllm',
     model: MODEL,
     reply: () => ({ text: `${ANSWER}: the stub backend answered.` }),
   });
-  const work = mkdtempSync(join(tmpdir(), 'cg-works-with-clients-'));
   process.stdout.write(
-    `# clients against the built sidecar (GUARDIAN_NUM_CTX=${WINDOW}) and the stub; isolation: ${isolation.why}\n`,
+    `# clients against the built sidecar (GUARDIAN_NUM_CTX=${WINDOW}) and the stub; isolation: ${isolation}\n`,
   );
   const rows: Row[] = [];
   try {
-    for (const spec of CLIENTS.filter((c) => !ONLY || c.name === ONLY || c.bin === ONLY)) {
+    for (const spec of selected()) {
       try {
-        rows.push(await runClient(spec, stub, work));
+        rows.push(await runShortClient(spec, stub, work));
       } catch (err) {
         // One client's harness failure (sidecar did not start) is that client's row; the others still run.
         rows.push(
@@ -207,10 +176,78 @@ async function main(): Promise<void> {
     }
   } finally {
     await stub.close();
+  }
+  return rows.every((r) => r.result === 'PASS');
+}
+
+async function longMode(work: string, isolation: string): Promise<boolean> {
+  process.stdout.write(
+    `# long sessions: ${LONG_TURNS} turns of ~17 KB pastes, fact on turn 1; sidecar and stub window ` +
+      `${LONG_WINDOW ?? "each client's longWindows"}; ` +
+      `isolation: ${isolation}\n`,
+  );
+  const rows: LongRow[] = [];
+  const failed: string[] = [];
+  for (const spec of selected()) {
+    const found = installedVersion(CLIENTS_DIR, spec);
+    if (!found) {
+      failed.push(`${spec.name}: not installed under ${CLIENTS_DIR} (run with --install)`);
+      continue;
+    }
+    const recorder = new LongRecordingBuilder(spec, found.version);
+    for (const window of LONG_WINDOW ? [LONG_WINDOW] : spec.longWindows) {
+      try {
+        const row = await runLongClient({
+          spec,
+          bin: found.bin,
+          version: found.version,
+          work,
+          window,
+          turns: LONG_TURNS,
+          turnTimeoutMs: TURN_TIMEOUT_MS,
+          keep: KEEP,
+          recorder,
+        });
+        rows.push(row);
+        process.stdout.write(
+          `${today()}\t${row.client}\t${row.version}\t${window}\t${row.failures.join('; ') || 'PASS'}\n`,
+        );
+        for (const d of row.detail) process.stdout.write(`#   ${d}\n`);
+        process.stdout.write(`#   took ${row.minutes.toFixed(1)} min\n`);
+      } catch (err) {
+        // One session's harness failure is that session's failure; the others still run.
+        failed.push(
+          `${spec.name} at ${window}: harness error: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+    }
+    // Only a run at the default windows and turns replaces the checked-in recording; others are explorations.
+    if (recorder.size > 0 && RECORD) process.stdout.write(`#   recording ${recorder.write(today())}\n`);
+  }
+  process.stdout.write(`\n${LONG_HEADER}\n${rows.map((r) => longTableRow(r)).join('\n')}\n`);
+  for (const f of failed) process.stdout.write(`# ${f}\n`);
+  return failed.length === 0 && rows.length > 0 && rows.every((r) => r.failures.length === 0);
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--install')) {
+    // Before the network namespace: npm needs the registry. Installs and stops; run again without --install.
+    for (const spec of selected()) process.stdout.write(`${installClient(CLIENTS_DIR, spec)}\n`);
+    return;
+  }
+  const isolation = reexecInLoopbackNetns();
+  const work = mkdtempSync(join(tmpdir(), 'cg-works-with-clients-'));
+  let ok = false;
+  try {
+    ok = LONG ? await longMode(work, isolation.why) : await shortMode(work, isolation.why);
+  } finally {
     if (KEEP) process.stdout.write(`# work folder kept: ${work}\n`);
     else rmSync(work, { recursive: true, force: true });
   }
-  process.exitCode = rows.every((r) => r.result === 'PASS') ? 0 : 1;
+  process.exitCode = ok ? 0 : 1;
 }
 
-void main();
+main().catch((err: unknown) => {
+  process.stderr.write(`run-clients: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 2;
+});

@@ -1,5 +1,5 @@
 /**
- * Works-with check against a REAL upstream: llama-server on the tiny model (/work/shared/models/README.md). Not part
+ * Works-with check against a REAL upstream: llama-server on the tiny model (../shared/models/README.md, beside the checkout). Not part
  * of `npm test`: it needs a llama-server binary built outside the repository and the built sidecar (`npm run build`).
  *
  *   node -r ./test/support/swc-register.js test/works-with/run-upstreams.ts [--llama-server BIN] [--model GGUF] [--keep]

@@ -6,13 +6,19 @@ import { InMemoryMemoStore, MemoStore, RedisMemoStore } from '@guardian/memo';
 import { GuardianMetrics, MEMO_OPS } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
 
+import { AnswerBookkeeping } from './compaction/answer-bookkeeping';
 import { CaptureService } from './compaction/capture.service';
 import { CompactionEngine } from './compaction/compaction-engine';
-import { CompactionDeps } from './compaction/compaction-deps';
 import { CompactionService } from './compaction/compaction.service';
+import { DecisionReporter } from './compaction/decision-reporter';
+import { OverflowRecovery } from './compaction/overflow-recovery';
+import { Precompactor } from './compaction/precompactor';
 import { RequestCounter } from './compaction/request-counter';
+import { RequestMeasure } from './compaction/request-measure';
 import { SessionTable } from './compaction/session-table';
 import { SpanRecorder } from './compaction/span-recorder';
+import { StretchArchiver } from './compaction/stretch-archiver';
+import { StretchService } from './compaction/stretch-service';
 import { Summariser } from './compaction/summariser';
 import { WindowService } from './compaction/window.service';
 import { GuardianConfig } from './config/guardian-config';
@@ -100,8 +106,9 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
 }
 
 /**
- * The sidecar. Controllers are thin; the request path is ProxyService -> CompactionService -> CompactionEngine,
- * with the format adapters at the edge and the pure decisions in @guardian/compaction.
+ * The sidecar. Controllers are thin; the request path is ProxyService -> CompactionService (parse, measure) ->
+ * CompactionEngine (plan, stretch, rebuild), then OverflowRecovery when the upstream refuses a request as too long,
+ * with the format adapters at the edge and the policy in @guardian/compaction.
  */
 @Module({})
 export class AppModule {
@@ -113,17 +120,23 @@ export class AppModule {
         ...infrastructure(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
         AccessGuard,
+        AnswerBookkeeping,
         CaptureService,
-        CompactionDeps,
         CompactionEngine,
         CompactionService,
+        DecisionReporter,
         GuardianState,
         Observability,
+        OverflowRecovery,
+        Precompactor,
         ProxyService,
         RequestCounter,
+        RequestMeasure,
         SessionTable,
         SpanRecorder,
         SpanVolumeProbe,
+        StretchArchiver,
+        StretchService,
         Summariser,
         WindowService,
       ],

@@ -87,6 +87,9 @@ logDir: GUARDIAN_LOG_DIR
 receipts: GUARDIAN_RECEIPTS
 keepSpans: GUARDIAN_KEEP_SPANS
 retentionDays: GUARDIAN_RETENTION_DAYS
+summaryTimeoutMs: GUARDIAN_SUMMARY_TIMEOUT_MS
+precompactThreshold: GUARDIAN_PRECOMPACT_THRESHOLD
+precompactConcurrency: GUARDIAN_PRECOMPACT_CONCURRENCY
 minSummaryChars: GUARDIAN_MIN_SUMMARY_CHARS
 minTranscriptChars: GUARDIAN_MIN_TRANSCRIPT_CHARS
 toolArgChars: GUARDIAN_TOOL_ARG_CHARS
@@ -130,6 +133,11 @@ otelExporterOtlpEndpoint: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ include "context-guardian.upstreamUrl" . | quote }}
 - name: GUARDIAN_DATA_DIR
   value: {{ .Values.persistence.mountPath | quote }}
+{{- if .Values.nodeHeapMiB }}
+{{- /* Node sizes its heap from the host's memory, not the pod's limit: past the limit the kernel kills it. */}}
+- name: NODE_OPTIONS
+  value: {{ printf "--max-old-space-size=%d" (int .Values.nodeHeapMiB) | quote }}
+{{- end }}
 {{- if .Values.anchor.enabled }}
 - name: GUARDIAN_SEAL_ANCHOR_DIR
   value: {{ .Values.anchor.mountPath | quote }}

@@ -15,6 +15,11 @@ export interface DigestLine {
 const CHARS_PER_TOKEN = 3.5;
 const DIGEST_MAX_CHARS = 160;
 const MAX_KEYWORDS = 8;
+/**
+ * Keywords are counted over the first 256 KB of a span's text: enough to characterise it, and a 45 MB paste is not
+ * turned into millions of word strings on the request path (issue 12: memory ~36 times the body).
+ */
+export const KEYWORD_SCAN_CHARS = 256 * 1024;
 
 const STOPWORDS = new Set(
   (
@@ -31,7 +36,11 @@ export function estimateTokens(chars: number): number {
 
 /** First sentence of a text, one line, at most 160 characters. */
 export function firstSentence(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  // The sentence is at most 160 characters, so only the start of a long text is looked at.
+  const flat = text
+    .slice(0, 64 * 1024)
+    .replace(/\s+/g, ' ')
+    .trim();
   const match = /^(.+?[.!?])(\s|$)/.exec(flat);
   const sentence = match?.[1] ?? flat;
   return sentence.length > DIGEST_MAX_CHARS ? `${sentence.slice(0, DIGEST_MAX_CHARS - 3)}...` : sentence;
@@ -40,7 +49,8 @@ export function firstSentence(text: string): string {
 /** Up to eight most frequent words of four or more letters, stopwords left out; ties keep first-seen order. */
 export function keywords(text: string): string[] {
   const counts = new Map<string, number>();
-  for (const word of text.toLowerCase().match(/[\p{L}\p{N}_][\p{L}\p{N}_-]{3,}/gu) ?? []) {
+  const sample = text.length > KEYWORD_SCAN_CHARS ? text.slice(0, KEYWORD_SCAN_CHARS) : text;
+  for (const [word] of sample.toLowerCase().matchAll(/[\p{L}\p{N}_][\p{L}\p{N}_-]{3,}/gu)) {
     if (STOPWORDS.has(word) || /^\d+$/.test(word)) continue;
     counts.set(word, (counts.get(word) ?? 0) + 1);
   }
@@ -60,15 +70,21 @@ export function buildDigest(span: {
   messages: unknown[];
 }): DigestLine {
   const texts = span.messages.map((m) => viewMessage(m).text);
-  const body = texts.join('\n');
+  const chars = texts.reduce((n, t) => n + t.length, Math.max(0, texts.length - 1));
   const lead = span.summary ?? texts.find((t) => t.trim() !== '') ?? '';
+  // Only the start of the text is read for keywords: joined up to the scan limit, not whole.
+  let sample = span.summary ?? '';
+  for (const t of texts) {
+    if (sample.length >= KEYWORD_SCAN_CHARS) break;
+    sample += `\n${t.slice(0, KEYWORD_SCAN_CHARS)}`;
+  }
   return {
     span: span.span,
     file: span.file,
     kind: span.kind,
     created_at: span.created_at,
-    tokens: estimateTokens(body.length),
+    tokens: estimateTokens(chars),
     digest: firstSentence(lead),
-    keywords: keywords(`${span.summary ?? ''}\n${body}`),
+    keywords: keywords(sample),
   };
 }

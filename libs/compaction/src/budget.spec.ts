@@ -1,4 +1,4 @@
-import { computeBudget } from './budget';
+import { computeBudget, marginedBudget, overflowRetryBudget, UNPROVEN_ESTIMATE_MARGIN } from './budget';
 
 describe('computeBudget', () => {
   // CONTRACTS §3 (the seed's formula): min(floor(window x threshold), window - reserve).
@@ -31,5 +31,47 @@ describe('computeBudget', () => {
       reserve: row.applied,
       reserveClamped: true,
     });
+  });
+});
+
+describe('marginedBudget', () => {
+  const full = computeBudget(32768, 0.85, 8192);
+
+  it('holds back a tenth of the budget while the estimate is unproven, nothing after', () => {
+    expect(UNPROVEN_ESTIMATE_MARGIN).toBe(0.1);
+    expect(marginedBudget(full, true)).toEqual({ ...full, budget: Math.floor(24576 * 0.9) });
+    expect(marginedBudget(full, false)).toBe(full);
+  });
+});
+
+describe('overflowRetryBudget (CONTRACTS §2.5: one retry, aimed by what the refusal taught)', () => {
+  const base = { window: 8192, threshold: 0.85, reserveOutput: 1024, factor: 1, rawEstimate: 9000 };
+
+  it("believes the upstream's window and its count of what it refused", () => {
+    const r = overflowRetryBudget({
+      ...base,
+      learned: { window: 8192, promptTokens: 9900 },
+      sent: { tokens: 9000, raw: 9000 },
+    });
+    expect(r.budget).toEqual(computeBudget(8192, 0.85, 1024));
+    expect(r.factor).toBeCloseTo(1.1);
+    expect(r.tokens).toBe(9900);
+  });
+
+  it('aims a quarter below what was refused and counts 10% higher when the refusal says nothing', () => {
+    const r = overflowRetryBudget({ ...base, learned: {}, sent: { tokens: 6000, raw: 6000 } });
+    expect(r.budget.budget).toBe(4500);
+    expect(r.factor).toBeCloseTo(1.1);
+    expect(r.tokens).toBe(Math.ceil(9000 * 1.1));
+  });
+
+  it('never lowers the factor below the one in force', () => {
+    const r = overflowRetryBudget({
+      ...base,
+      factor: 1.2,
+      learned: { promptTokens: 5000 },
+      sent: { tokens: 6000, raw: 6000 },
+    });
+    expect(r.factor).toBeCloseTo(1.2);
   });
 });

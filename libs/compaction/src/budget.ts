@@ -10,3 +10,54 @@ export function computeBudget(window: number, threshold: number, reserveOutput: 
   const budget = Math.max(1, Math.min(Math.floor(window * threshold), window - reserve));
   return { window, budget, reserve, reserveClamped };
 }
+
+/**
+ * The share of the budget held back while the estimate is unproven: calibration on, no usage sample yet for the
+ * model, and no exact count for this request. Characters / 3.5 was 9% under a real
+ * backend's count for Codex's first compactions (2,300 tokens over a 24,576 budget, eating the output reserve):
+ * docs/adr/0003-counting.md, amendment.
+ */
+export const UNPROVEN_ESTIMATE_MARGIN = 0.1;
+
+/** The budget to compact against: the whole budget once the count is proven, less the margin before. */
+export function marginedBudget(budget: BudgetInfo, unproven: boolean): BudgetInfo {
+  if (!unproven) return budget;
+  return { ...budget, budget: Math.max(1, Math.floor(budget.budget * (1 - UNPROVEN_ESTIMATE_MARGIN))) };
+}
+
+/** What the upstream said when it refused a request as too long (either may be missing: Ollama says neither). */
+export interface OverflowLearned {
+  window?: number;
+  promptTokens?: number;
+}
+
+/**
+ * The budget and the count for the one retry after an overflow (CONTRACTS §2.5). The upstream's own numbers win:
+ * its window sets the budget, and its prompt count of what it refused scales guardian's per-message estimate. With
+ * no numbers at all, aim a quarter below what was refused and count 10% higher than before.
+ */
+export function overflowRetryBudget(opts: {
+  learned: OverflowLearned;
+  /** The window the retry aims at: the learned one, else the one in force. */
+  window: number;
+  threshold: number;
+  reserveOutput: number;
+  /** The refused request: guardian's count of it, and its uncalibrated estimate. */
+  sent: { tokens: number; raw: number };
+  /** The counter factor in force and the uncalibrated estimate of the client's whole request. */
+  factor: number;
+  rawEstimate: number;
+}): { budget: BudgetInfo; factor: number; tokens: number } {
+  const { learned, sent } = opts;
+  let budget = computeBudget(opts.window, opts.threshold, opts.reserveOutput);
+  if (learned.window === undefined && learned.promptTokens === undefined) {
+    const aim = Math.max(1, Math.floor(sent.tokens * 0.75));
+    if (aim < budget.budget) budget = { ...budget, budget: aim };
+  }
+  const factor =
+    learned.promptTokens && sent.raw > 0
+      ? Math.max(opts.factor, learned.promptTokens / sent.raw)
+      : opts.factor * 1.1;
+  const tokens = Math.max(learned.promptTokens ?? 0, Math.ceil(opts.rawEstimate * factor));
+  return { budget, factor, tokens };
+}

@@ -46,15 +46,18 @@ describe('Calibration', () => {
     return c;
   }
 
-  it('holds the factor at 1.0 until 5 samples', () => {
+  it('before 5 samples applies only a ratio above 1, then the seed rule (the highest, clamped)', () => {
     expect(fed([]).factor).toBe(1);
-    const four = fed([1.2, 1.2, 1.2, 1.2]);
+    const four = fed([1.2, 1.1, 1.2, 1.0]);
     expect(four.samples).toBe(4);
     expect(four.calibrated).toBe(false);
-    expect(four.factor).toBe(1);
-    const five = fed([1.2, 1.2, 1.2, 1.2, 1.1]);
+    expect(four.factor).toBeCloseTo(1.2);
+    // An estimate that runs high is not trusted lower until the window is calibrated.
+    expect(fed([0.8, 0.85]).factor).toBe(1);
+    expect(fed([1.6]).factor).toBeCloseTo(1.3);
+    const five = fed([0.8, 0.85, 0.9, 0.82, 0.88]);
     expect(five.calibrated).toBe(true);
-    expect(five.factor).toBeCloseTo(1.2);
+    expect(five.factor).toBeCloseTo(0.9);
   });
 
   it.each([

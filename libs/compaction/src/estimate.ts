@@ -20,8 +20,8 @@ export function requestChars(messages: readonly NeutralMessage[], fixedChars: nu
 
 /**
  * Learns how far the character estimate is from the upstream's own count, per (upstream, model).
- * The seed's rule: the highest of the last 20 reported/estimated ratios, held at 1.0 until 5 samples,
- * clamped to 0.7-1.3. Taking the highest errs towards compacting a little early rather than overflowing.
+ * The seed's rule: the highest of the last 20 reported/estimated ratios, clamped to 0.7-1.3, once there are 5
+ * samples; before that only a ratio above 1 is applied. Taking the highest errs towards compacting a little early rather than overflowing.
  * Pure state: the caller owns one per model and feeds it samples.
  */
 export class Calibration {
@@ -46,9 +46,17 @@ export class Calibration {
     return this.ratios.length >= Calibration.MIN_SAMPLES;
   }
 
+  /**
+   * The factor in force. Calibrated: the highest recent ratio, clamped. Before that, a sample that shows the estimate
+   * running low already raises it (never lowers it below 1): the seed held 1.0 until five samples, and Codex's first
+   * compactions went out 9% over the budget meanwhile (docs/adr/0003-counting.md, amendment).
+   */
   get factor(): number {
-    if (!this.calibrated) return 1;
-    const highest = Math.max(...this.ratios);
-    return Math.min(Calibration.MAX_FACTOR, Math.max(Calibration.MIN_FACTOR, highest));
+    if (this.ratios.length === 0) return 1;
+    const highest = Math.min(
+      Calibration.MAX_FACTOR,
+      Math.max(Calibration.MIN_FACTOR, Math.max(...this.ratios)),
+    );
+    return this.calibrated ? highest : Math.max(1, highest);
   }
 }

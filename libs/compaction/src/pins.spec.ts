@@ -1,4 +1,13 @@
-import { capPins, extractPins, mergePins, mustKeepBullets, sentences } from './pins';
+import {
+  capPins,
+  carriedPins,
+  extractPins,
+  mergePins,
+  mustKeepBullets,
+  pinsByMessage,
+  sentences,
+} from './pins';
+import type { NeutralMessage } from './types';
 
 describe('extractPins', () => {
   // The seed's full phrase list (CONTRACTS §3): every phrase pins the sentence that holds it.
@@ -164,5 +173,60 @@ describe('capPins', () => {
     { max: -1, kept: [] },
   ])('max $max keeps $kept (oldest dropped first)', ({ max, kept }) => {
     expect(capPins(pins, max)).toEqual(kept);
+  });
+});
+
+describe('carriedPins: what the block carries for a cut, in shedding order', () => {
+  const msg = (role: NeutralMessage['role'], text: string, userTyped = role === 'user'): NeutralMessage => ({
+    role,
+    text,
+    chars: text.length,
+    callIds: [],
+    resultIds: [],
+    toolCalls: [],
+    userTyped,
+    spillable: true,
+    digest: '',
+  });
+  const messages = [
+    msg('system', 'Remember this: system prompts are not pins.'),
+    msg('user', 'Remember this: the deploy key is ZEBRA-7431.'),
+    msg('tool', 'Remember this: tool output is not typed by a person.', false),
+    msg('user', "Don't forget the bucket cg-archive."),
+    msg('user', 'Remember this: after the cut.'),
+  ];
+  const byMessage = pinsByMessage(messages);
+
+  it('takes only what a person typed, before the cut', () => {
+    expect(byMessage.map((p) => p.length)).toEqual([0, 1, 0, 1, 1]);
+    expect(carriedPins({ byMessage, cut: 4, mustKeep: [], summary: '', maxChars: 1600 })).toEqual([
+      'Remember this: the deploy key is ZEBRA-7431.',
+      "Don't forget the bucket cg-archive.",
+    ]);
+  });
+
+  it("puts a model's Must Keep bullets first (shed first), leaving out what the summary still says", () => {
+    const pins = carriedPins({
+      byMessage,
+      cut: 2,
+      mustKeep: ['port 8443', 'region eu-west-1'],
+      summary: 'The service listens on port 8443.',
+      maxChars: 1600,
+    });
+    expect(pins).toEqual(['region eu-west-1', 'Remember this: the deploy key is ZEBRA-7431.']);
+  });
+
+  it("caps at GUARDIAN_PIN_MAX_CHARS by dropping the model's bullets before the user's own pins", () => {
+    const bullets = Array.from({ length: 30 }, (_, i) => `bullet number ${i} with some words in it`);
+    const pins = carriedPins({ byMessage, cut: 4, mustKeep: bullets, summary: '', maxChars: 300 });
+    expect(pins.slice(-2)).toEqual([
+      'Remember this: the deploy key is ZEBRA-7431.',
+      "Don't forget the bucket cg-archive.",
+    ]);
+    expect(pins.join('').length).toBeLessThanOrEqual(300);
+  });
+
+  it('carries nothing when pinning is off', () => {
+    expect(carriedPins({ byMessage, cut: 4, mustKeep: ['x'], summary: '', maxChars: 0 })).toEqual([]);
   });
 });

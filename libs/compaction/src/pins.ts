@@ -1,3 +1,5 @@
+import type { NeutralMessage } from './types';
+
 /**
  * Pinned facts (CONTRACTS §3, the seed's phrase list): a sentence a user typed that asks for it to be kept is
  * carried verbatim in every later compacted request, whatever a summary says. So are `## Must Keep` bullets.
@@ -31,22 +33,53 @@ export function sentences(text: string): string[] {
   return out;
 }
 
+/** Any pin phrase anywhere in a text: one linear scan, no allocation. */
+const ANY_PIN = new RegExp(PIN_PHRASES.map((re) => re.source).join('|'), 'i');
+
+/**
+ * The lines of a text that hold a pin phrase, each with the first sentence after it (a bare "Remember this:" takes
+ * the next sentence, which may start the next line). Lazy: a 45 MB paste is scanned, never split into an array of
+ * lines.
+ */
+function* pinLines(text: string): Generator<{ line: string; next: string }> {
+  let start = 0;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end === -1) end = text.length;
+    const line = text.slice(start, end);
+    start = end + 1;
+    if (!ANY_PIN.test(line)) continue;
+    let next = '';
+    for (let at = start; at < text.length && !next;) {
+      let e = text.indexOf('\n', at);
+      if (e === -1) e = text.length;
+      next = sentences(text.slice(at, e))[0] ?? '';
+      at = e + 1;
+    }
+    yield { line, next };
+  }
+}
+
 /** The sentences of one user-typed text that ask to be kept, in order. */
 export function extractPins(text: string): string[] {
-  const all = sentences(text);
+  if (!ANY_PIN.test(text)) return [];
   const pins: string[] = [];
-  for (let i = 0; i < all.length; i++) {
-    const s = all[i] ?? '';
-    if (!PIN_PHRASES.some((re) => re.test(s))) continue;
-    // "Remember this:" alone, or any request that ends in a colon, introduces the sentence after it.
-    if ((BARE_REQUEST.test(s) || s.endsWith(':')) && i + 1 < all.length) {
-      pins.push(`${s} ${all[i + 1] ?? ''}`.trim());
-      i += 1;
-    } else {
-      pins.push(s);
+  for (const { line, next } of pinLines(text)) {
+    const all = sentences(line);
+    for (let i = 0; i < all.length; i++) {
+      const s = all[i] ?? '';
+      if (!PIN_PHRASES.some((re) => re.test(s))) continue;
+      // "Remember this:" alone, or any request that ends in a colon, introduces the sentence after it.
+      const after = i + 1 < all.length ? all[i + 1] : next;
+      if ((BARE_REQUEST.test(s) || s.endsWith(':')) && after) {
+        pins.push(`${s} ${after}`.trim());
+        if (i + 1 < all.length) i += 1;
+      } else {
+        pins.push(s);
+      }
     }
   }
-  return pins;
+  return mergePins(pins);
 }
 
 /** Bullets of the `## Must Keep` section the summary prompt asks for (up to the next heading). */
@@ -90,4 +123,29 @@ export function capPins(pins: readonly string[], maxChars: number): string[] {
     kept.unshift(p);
   }
   return kept;
+}
+
+/** The pins each message asks for, index for index (only text a person typed can pin). */
+export function pinsByMessage(messages: readonly NeutralMessage[]): string[][] {
+  return messages.map((m) => (m.userTyped && m.role === 'user' ? extractPins(m.text) : []));
+}
+
+/**
+ * The pins a summary block carries for a cut, in shedding order (the first is shed first, CONTRACTS §3): the
+ * summaries' `## Must Keep` bullets that the current summary no longer states, then the user's own pins from the
+ * evicted messages, each oldest first. The user's own words outrank a model's list of them
+ * (docs/adr/0008-rebuild-policy.md), so the cap at GUARDIAN_PIN_MAX_CHARS drops the bullets first too.
+ */
+export function carriedPins(opts: {
+  byMessage: readonly (readonly string[])[];
+  cut: number;
+  mustKeep: readonly string[];
+  /** The summary text as the block carries it: a bullet it still states is not repeated. */
+  summary: string;
+  maxChars: number;
+}): string[] {
+  const typed = mergePins(...opts.byMessage.slice(0, opts.cut));
+  const typedSet = new Set(typed);
+  const bullets = opts.mustKeep.filter((b) => !typedSet.has(b) && !opts.summary.includes(b));
+  return capPins([...bullets, ...typed], opts.maxChars);
 }

@@ -16,12 +16,20 @@ export interface PlanInput {
   requestTokens: number;
   /** The conversation's memoized cut and the tokens its summary block takes, when the memo has one. */
   memo?: { cut: number; summaryTokens: number };
+  /**
+   * Tokens the summary block would take after a new cut at `cut`, with a summary as long as the summariser may
+   * write (an upper bound: the summary is not written yet). Without it a new cut is never made deeper to fit.
+   */
+  newBlockTokens?: (cut: number) => number;
 }
 
 export type Plan =
   /** Under budget: forward unchanged. */
   | { action: 'fits'; tokens: number }
-  /** The memoized cut still fits: forward its summary and the messages after it (no summariser call). */
+  /**
+   * Forward the memoized summary and the messages after its cut (no summariser call): it fits, or it is over budget
+   * but no later cut exists, and the rebuild's spill and pin shedding take it from there.
+   */
   | { action: 'reuse'; cut: number; tokens: number }
   /** Summarise messages [from, cut) (extending the memo's summary when from > 0). */
   | { action: 'compact'; from: number; cut: number }
@@ -45,33 +53,81 @@ export function keptSystemTokens(input: Pick<PlanInput, 'messages' | 'fixedChars
 }
 
 /** Tokens of a request after a cut, with a summary block of `summaryTokens` in front of the kept tail. */
-export function tokensAfterCut(input: PlanInput, cut: number, summaryTokens: number): number {
+export function tokensAfterCut(input: Omit<PlanInput, 'memo'>, cut: number, summaryTokens: number): number {
   return keptSystemTokens(input) + summaryTokens + tailTokens(input.messages, cut, input.counter);
 }
 
 /**
- * Decides what to do with one request (CONTRACTS §3): forward it as it is while it fits; reuse the memoized
- * (sticky) cut while its summary plus the kept tail fit; otherwise choose a new, later cut that keeps about
- * `keep.fraction` of (window - reserve) verbatim, never fewer than MIN_KEPT_MESSAGES messages
- * (or exactly `keep.messages`), never splitting a tool call from its results.
+ * Which of a conversation's memoized cuts a request starts from (`memos` in any order): the earliest allowed one
+ * whose block and tail fit the budget, so a later cut (one pre-computed in the background, issue 14) is taken only
+ * when it is needed and the prefix stays as long as it can; else the latest allowed one, from which a new cut is made.
+ */
+export function chooseMemo<T extends { cut: number; summaryTokens: number }>(
+  input: Omit<PlanInput, 'memo'>,
+  memos: readonly T[],
+): T | undefined {
+  const allowed = allowedCuts(input.messages);
+  const usable = memos
+    .filter((m) => m.cut > 0 && m.cut < input.messages.length && allowed[m.cut] === true)
+    .sort((a, b) => a.cut - b.cut);
+  return (
+    usable.find((m) => tokensAfterCut(input, m.cut, m.summaryTokens) <= input.budget.budget) ?? usable.at(-1)
+  );
+}
+
+/**
+ * Decides what to do with one request (CONTRACTS §3, order of measures): forward it as it is while it fits; reuse
+ * the memoized (sticky) cut while its summary plus the kept tail fit; otherwise choose a new, later cut that keeps
+ * about `keep.fraction` of (window - reserve) verbatim, at least MIN_KEPT_MESSAGES messages (or exactly
+ * `keep.messages`), never splitting a tool call from its results. When that cut would not fit with its summary,
+ * the minimum gives way: a deeper cut is taken before any paste is spilled.
  */
 export function planCompaction(input: PlanInput): Plan {
   const { messages, budget, memo } = input;
   if (input.requestTokens <= budget.budget) return { action: 'fits', tokens: input.requestTokens };
 
-  const from = memo && memo.cut < messages.length ? memo.cut : 0;
-  if (memo && from > 0) {
-    const tokens = tokensAfterCut(input, from, memo.summaryTokens);
-    if (tokens <= budget.budget) return { action: 'reuse', cut: from, tokens };
-  }
+  // A memoized cut that a later message made invalid (a result arriving after it for a call before it) is not reused:
+  // tool pairs are never split, whatever the memo says.
+  const usable = memo !== undefined && memo.cut < messages.length && allowedCuts(messages)[memo.cut] === true;
+  const from = usable ? memo.cut : 0;
+  const reuseTokens = usable && from > 0 ? tokensAfterCut(input, from, memo.summaryTokens) : undefined;
+  if (reuseTokens !== undefined && reuseTokens <= budget.budget)
+    return { action: 'reuse', cut: from, tokens: reuseTokens };
 
   const cut = chooseCut(input, from);
-  if (cut === undefined) return { action: 'no-cut', tokens: input.requestTokens };
-  return { action: 'compact', from, cut };
+  if (cut !== undefined) return { action: 'compact', from, cut };
+  // No later cut: the memoized one is still the best start (spill and shedding follow in the rebuild).
+  if (reuseTokens !== undefined) return { action: 'reuse', cut: from, tokens: reuseTokens };
+  return { action: 'no-cut', tokens: input.requestTokens };
 }
 
-/** The new cut: the target from keep-recent, snapped to an allowed cut after `from`. */
+/**
+ * The new cut: the keep-recent target snapped to an allowed cut after `from`, then, when that does not fit the budget
+ * with a summary block, the first deeper allowed cut that does (or the deepest one there is).
+ */
 export function chooseCut(input: PlanInput, from: number): number | undefined {
+  const preferred = keepRecentCut(input, from);
+  if (preferred === undefined || !input.newBlockTokens) return preferred;
+  const allowed = allowedCuts(input.messages);
+  // Tokens of the kept tail for every cut, summed once from the end: a long session has thousands of messages.
+  const n = input.messages.length;
+  const tail = new Array<number>(n + 1).fill(0);
+  for (let i = n - 1; i >= 0; i--) {
+    const m = input.messages[i];
+    tail[i] = (tail[i + 1] ?? 0) + (m && m.role !== 'system' ? messageTokens(m, input.counter) : 0);
+  }
+  const fixed = keptSystemTokens(input);
+  let deepest = preferred;
+  for (let c = preferred; c < n; c++) {
+    if (c !== preferred && !allowed[c]) continue;
+    deepest = c;
+    if (fixed + input.newBlockTokens(c) + (tail[c] ?? 0) <= input.budget.budget) return c;
+  }
+  return deepest;
+}
+
+/** The cut that keeps about `keep.fraction` of (window - reserve), at least MIN_KEPT_MESSAGES, on an allowed cut. */
+function keepRecentCut(input: PlanInput, from: number): number | undefined {
   const { messages, counter, budget, keep } = input;
   const allowed = allowedCuts(messages);
   const n = messages.length;

@@ -11,12 +11,44 @@ export function sha256Hex(text: string): string {
  * JSON with object keys sorted, so that the same item hashes the same whatever order a client serialised it in.
  */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const parts: string[] = [];
+  writeCanonical(value, (piece) => parts.push(piece));
+  return parts.join('');
+}
+
+/**
+ * sha256 hex of an item's canonical JSON, fed to the hash piece by piece: a 45 MB paste is never built into one more
+ * string (issue 12: memory on the compaction path was ~36 times the body).
+ */
+export function canonicalDigest(value: unknown): string {
+  const hash = createHash('sha256');
+  writeCanonical(value, (piece) => hash.update(piece));
+  return hash.digest('hex');
+}
+
+function writeCanonical(value: unknown, out: (piece: string) => void): void {
+  if (value === null || typeof value !== 'object') {
+    out(JSON.stringify(value) ?? 'null');
+    return;
+  }
+  if (Array.isArray(value)) {
+    out('[');
+    value.forEach((v, i) => {
+      if (i > 0) out(',');
+      writeCanonical(v, out);
+    });
+    out(']');
+    return;
+  }
   const entries = Object.entries(value as Record<string, unknown>)
     .filter(([, v]) => v !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  out('{');
+  entries.forEach(([k, v], i) => {
+    out(`${i > 0 ? ',' : ''}${JSON.stringify(k)}:`);
+    writeCanonical(v, out);
+  });
+  out('}');
 }
 
 /**

@@ -1,6 +1,6 @@
 import { tokensForChars } from './estimate';
-import { largestSpillable, spillPointer, spillText } from './spill';
-import type { Counter, NeutralMessage } from './types';
+import { OMITTED_PIN_LABEL, spillPointer, spillText } from './spill';
+import type { Counter } from './types';
 
 const counter: Counter = { charsPerToken: 3.5, factor: 1 };
 const REF = '20261030-143012/0002.json';
@@ -107,24 +107,23 @@ describe('spillText', () => {
   });
 });
 
-describe('largestSpillable', () => {
-  const m = (role: NeutralMessage['role'], chars: number, spillable = true): NeutralMessage => ({
-    role,
-    text: '',
-    chars,
-    callIds: [],
-    resultIds: [],
-    toolCalls: [],
-    userTyped: role === 'user',
-    spillable,
-    digest: 'd',
+describe('spillText keeps the pins of the message it cuts', () => {
+  const pin = 'Remember this: the deploy key is ZEBRA-7431.';
+
+  it('carries a pin from the omitted middle verbatim after the pointer line', () => {
+    const text = `${linesOf(200, 60)}\n${pin}\n${linesOf(200, 60)}`;
+    const cut = spillText(text, { roomTokens: 600, counter, pointer: pointer(3), keep: [pin] })!;
+    const lines = cut.text.split('\n');
+    const at = lines.findIndex((l) => l.startsWith('[context-guardian: message 3'));
+    expect(lines[at + 1]).toBe(`${OMITTED_PIN_LABEL}${pin}`);
+    expect(cut.text.split(pin)).toHaveLength(2);
+    expect(Math.ceil(cut.text.length / counter.charsPerToken)).toBeLessThanOrEqual(600);
   });
 
-  it('picks the largest non-system plain-text message', () => {
-    expect(
-      largestSpillable([m('system', 9000), m('user', 100), m('assistant', 50, false), m('user', 300)]),
-    ).toBe(3);
-    expect(largestSpillable([m('user', 100), m('tool', 9000, false), m('assistant', 200)])).toBe(2);
-    expect(largestSpillable([m('system', 100), m('tool', 900, false)])).toBeUndefined();
+  it('does not repeat a pin the head already holds', () => {
+    const text = `${pin}\n${linesOf(400, 60)}`;
+    const cut = spillText(text, { roomTokens: 600, counter, pointer: pointer(1), keep: [pin] })!;
+    expect(cut.text.startsWith(pin)).toBe(true);
+    expect(cut.text).not.toContain(OMITTED_PIN_LABEL);
   });
 });

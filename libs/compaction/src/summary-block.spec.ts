@@ -1,4 +1,11 @@
-import { ARCHIVE_FENCE, PINS_HEADING, renderSummaryBlock, type SummaryBlockInput } from './summary-block';
+import {
+  ARCHIVE_FENCE,
+  capSummary,
+  MAX_BLOCK_SPANS,
+  PINS_HEADING,
+  renderSummaryBlock,
+  type SummaryBlockInput,
+} from './summary-block';
 
 const base: SummaryBlockInput = {
   summary: 'The user is moving the proxy to port 8443.\n\n## Must Keep\n- port 8443',
@@ -64,5 +71,51 @@ describe('renderSummaryBlock', () => {
     expect(text.match(/>{3,}/g)).toEqual(['>>>']);
     expect(text.match(/<{3,}/g)).toEqual(['<<<']);
     expect(text.endsWith(`${ARCHIVE_FENCE}>>>`)).toBe(true);
+  });
+});
+
+describe('renderSummaryBlock stays bounded whatever the session length (CONTRACTS §3)', () => {
+  const refs = (n: number): string[] =>
+    Array.from(
+      { length: n },
+      (_, i) => `20261030-143012-aaaaaaaa-bbbbbbbb/${String(i + 1).padStart(4, '0')}.json`,
+    );
+
+  it('names the newest MAX_BLOCK_SPANS spans and says how many more the recall tools list', () => {
+    const text = renderSummaryBlock({ ...base, spans: refs(12), spanTotal: 40 });
+    const named = refs(12).slice(-MAX_BLOCK_SPANS);
+    expect(text).toContain(`The originals are archived as ${named.join(', ')}.`);
+    expect(text).not.toContain(refs(12)[6]!);
+    expect(text).toContain('35 earlier span(s) are not named here');
+    expect(text).toContain('list_spans');
+  });
+
+  it('is the same size after 10 spans as after 10,000', () => {
+    const few = renderSummaryBlock({ ...base, spans: refs(10), spanTotal: 10 });
+    const many = renderSummaryBlock({ ...base, spans: refs(10), spanTotal: 10_000 });
+    expect(many.length - few.length).toBeLessThanOrEqual(3);
+  });
+
+  it('caps a summary a backend let run long, keeping its Must Keep section', () => {
+    const long = `${'The session went on. '.repeat(2000)}\n## Must Keep\n- port 8443`;
+    const text = renderSummaryBlock({ ...base, summary: long, summaryMaxChars: 1000 });
+    expect(text.length).toBeLessThan(renderSummaryBlock(base).length + 1000);
+    expect(text).toContain('summary shortened by context-guardian');
+    expect(text).toContain('## Must Keep\n- port 8443');
+  });
+
+  it('says a stretch is pending while still naming the spans that are written', () => {
+    const text = renderSummaryBlock({ ...base, deferred: true });
+    expect(text).toContain('archived as 20261030-143012/0001.json, 20261030-143012/0002.json.');
+    expect(text).toContain('The latest stretch is not archived yet');
+  });
+});
+
+describe('capSummary', () => {
+  it('leaves a summary within the cap as it is, and cuts one over it to the cap', () => {
+    expect(capSummary('short', 100)).toBe('short');
+    const cut = capSummary('x'.repeat(5000), 400);
+    expect(cut.length).toBeLessThanOrEqual(400);
+    expect(cut.startsWith('xxx')).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 import { tokensForChars } from './estimate';
-import type { Counter, NeutralMessage } from './types';
+import type { BudgetInfo, Counter, NeutralMessage } from './types';
 
 /** The phrase every summary request starts with; the stub backend recognises summary calls by it. */
 export const SUMMARY_REQUEST_TAG = 'Context Guardian summary request';
@@ -28,13 +28,21 @@ function shorten(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more chars]`;
 }
 
-/** One transcript line per message: `[index] role: text`, tool calls as `-> name(args)` with shortened arguments. */
+/**
+ * One transcript line per message: `[index] role: text`, tool calls as `-> name(args)` with shortened arguments.
+ * A text longer than `maxChars` is cut to head and tail first, as groupForPrompts would cut the line: the summary
+ * prompt never carries more, and a huge paste is not copied whole on the way (the span keeps it whole).
+ */
 export function transcriptLine(
   message: NeutralMessage,
   index: number,
-  opts: Pick<SummaryPromptOptions, 'toolArgChars'>,
+  opts: Pick<SummaryPromptOptions, 'toolArgChars'> & { maxChars?: number },
 ): string {
-  const parts = [`[${index}] ${message.role}: ${message.text}`.trimEnd()];
+  const text =
+    opts.maxChars !== undefined && message.text.length > opts.maxChars
+      ? headAndTail(message.text, opts.maxChars)
+      : message.text;
+  const parts = [`[${index}] ${message.role}: ${text}`.trimEnd()];
   for (const call of message.toolCalls)
     parts.push(`  -> ${call.name}(${shorten(call.args, opts.toolArgChars)})`);
   return neutraliseFences(parts.join('\n'));
@@ -98,9 +106,7 @@ export function groupForPrompts(
   // Only a prompt that carries a summary so far needs room for it: the first group of a fresh summary does not.
   const roomWithSummary = Math.max(64, opts.limitTokens - overhead - opts.summaryAllowanceTokens);
   const roomFirst = opts.hasPrior ? roomWithSummary : Math.max(64, opts.limitTokens - overhead);
-  const maxLineChars = Math.floor(
-    (roomWithSummary * opts.counter.charsPerToken * 0.9) / Math.max(opts.counter.factor, 0.01),
-  );
+  const maxLineChars = transcriptLineMaxChars(opts);
   const groups: string[][] = [];
   let current: string[] = [];
   let used = 0;
@@ -120,8 +126,49 @@ export function groupForPrompts(
   return groups;
 }
 
+/** The longest transcript line one summary prompt carries (groupForPrompts cuts longer ones to head and tail). */
+export function transcriptLineMaxChars(opts: {
+  limitTokens: number;
+  summaryAllowanceTokens: number;
+  counter: Counter;
+}): number {
+  const wrapper = buildSummaryPrompt([], '', { nonce: 'n'.repeat(64), toolArgChars: 0 });
+  const room = Math.max(
+    64,
+    opts.limitTokens - promptTokens(wrapper, opts.counter) - opts.summaryAllowanceTokens,
+  );
+  return Math.floor((room * opts.counter.charsPerToken * 0.9) / Math.max(opts.counter.factor, 0.01));
+}
+
 function headAndTail(text: string, maxChars: number): string {
   const head = Math.floor(maxChars * 0.66);
   const tail = Math.max(0, maxChars - head - 80);
   return `${text.slice(0, head)}\n[... ${text.length - head - tail} characters left out for this summary call ...]\n${text.slice(text.length - tail)}`;
+}
+
+/**
+ * The summariser's max_tokens: half the output reserve, between 256 and 2,048 tokens, and never more than an eighth
+ * of the input budget. A summary stands in the request on every later turn: at an 8,192 window a 2,048-token summary
+ * took half the 4,096 budget, so a new stretch was needed almost every turn (issue 14).
+ */
+export function maxSummaryTokens(budget: Pick<BudgetInfo, 'budget' | 'reserve'>): number {
+  return Math.max(256, Math.min(2048, Math.floor(budget.reserve / 2), Math.floor(budget.budget / 8)));
+}
+
+/**
+ * The most summary characters a block carries: max_tokens at the configured characters per token, with a quarter
+ * more for text a tokenizer packs densely. The cap bounds the block for a backend that ignores max_tokens.
+ */
+export function summaryMaxChars(budget: Pick<BudgetInfo, 'budget' | 'reserve'>, counter: Counter): number {
+  return Math.ceil(maxSummaryTokens(budget) * counter.charsPerToken * 1.25);
+}
+
+/**
+ * The most prompt tokens one summariser call may send: the model's window less the summary it is asked to write,
+ * less a tenth for the estimate's error. The client's output reserve has nothing to do with it: this is another
+ * request. (It was window - reserve, which at an 8,192 window with the defaults left 1,800 tokens of transcript a
+ * call, so most stretches went out in two chunks: issue 14.)
+ */
+export function summaryPromptLimit(budget: Pick<BudgetInfo, 'window' | 'budget' | 'reserve'>): number {
+  return Math.floor((budget.window - maxSummaryTokens(budget)) * 0.9);
 }

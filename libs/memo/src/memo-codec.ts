@@ -11,7 +11,10 @@ const memoEntrySchema = z.object({
   from: z.number().int().nonnegative().optional(),
   prefixHash: z.string(),
   span: z.string().optional(),
+  pendingFrom: z.number().int().nonnegative().optional(),
   spans: z.array(z.string()),
+  spanTotal: z.number().int().nonnegative().optional(),
+  precomputed: z.boolean().optional(),
   summaryTokens: z.number().nonnegative(),
   createdAt: z.string(),
 });
@@ -21,7 +24,7 @@ const usageRecordSchema = z.object({
   window: z.number(),
   used_after_compaction: z.number(),
   pct: z.number(),
-  count_source: z.enum(['tokenize', 'calibrated', 'estimate']),
+  count_source: z.enum(['tokenize', 'tokenize+estimate', 'calibrated', 'estimate']),
   model: z.string(),
   last_compaction_at: z.string().nullable(),
   at: z.string(),
@@ -55,6 +58,9 @@ export function decodeEntry(raw: string): MemoEntry {
   // Optional fields stay absent rather than undefined, so an entry round-trips exactly.
   if (entry.span === undefined) delete entry.span;
   if (entry.from === undefined) delete entry.from;
+  if (entry.pendingFrom === undefined) delete entry.pendingFrom;
+  if (entry.spanTotal === undefined) delete entry.spanTotal;
+  if (entry.precomputed === undefined) delete entry.precomputed;
   return entry;
 }
 

@@ -16,8 +16,18 @@ export interface MemoEntry {
   prefixHash: string;
   /** `<run>/<NNNN>.json` of the span holding this stretch; absent while the archive write is deferred. */
   span?: string;
-  /** Spans of every stretch summarised so far, oldest first (the continuation chain). */
+  /**
+   * Set while messages [pendingFrom, cut) are not archived (the volume was full or read-only: CONTRACTS §2.3). The next
+   * turn that resends them writes them, whether it reuses this cut or makes a new one. An entry without it and
+   * without `span` (written by an older version) is pending from `from`.
+   */
+  pendingFrom?: number;
+  /** The newest written spans of the continuation chain, oldest first (at most MAX_MEMO_SPANS). */
   spans: string[];
+  /** How many spans the chain has in all, when more than `spans` holds. */
+  spanTotal?: number;
+  /** Summarised in the background ahead of need (issue 14), and not yet reused by a client request. */
+  precomputed?: boolean;
   /** Estimated tokens of `summary` (so a reuse needs no recount). */
   summaryTokens: number;
   /** ISO-8601 UTC. */
@@ -30,7 +40,7 @@ export interface UsageRecord {
   window: number;
   used_after_compaction: number;
   pct: number;
-  count_source: 'tokenize' | 'calibrated' | 'estimate';
+  count_source: 'tokenize' | 'tokenize+estimate' | 'calibrated' | 'estimate';
   model: string;
   last_compaction_at: string | null;
   /** ISO-8601 UTC of the request. */

@@ -24,10 +24,13 @@ function tokenIds(count: number): number[] {
  */
 export function answerTokenize(
   record: RecordedRequest,
-  ctx: { flavor: StubFlavor; window: number },
+  ctx: { flavor: StubFlavor; window: number; tokenizeTools: boolean },
 ): JsonAnswer {
   const body = record.json;
   if (!isObj(body)) return { status: 400, body: badRequest('tokenize', 'body must be a JSON object') };
+  if (!ctx.tokenizeTools && body.tools !== undefined) {
+    return { status: 400, body: badRequest('tokenize', 'extra inputs are not permitted: tools') };
+  }
   if (ctx.flavor === 'llamacpp') {
     if (typeof body.content !== 'string') {
       return { status: 400, body: badRequest('tokenize', '"content" must be provided') };
@@ -86,5 +89,10 @@ export function answerApplyTemplate(record: RecordedRequest): JsonAnswer {
         : JSON.stringify(isObj(m) ? (m.content ?? '') : m);
     return `<|im_start|>${role}\n${content}<|im_end|>\n`;
   });
-  return { status: 200, body: { prompt: `${turns.join('')}<|im_start|>assistant\n` } };
+  // Tool-aware templates (Qwen's, for one) render the tools as JSON in a leading system turn.
+  const tools = Array.isArray(body.tools) && body.tools.length > 0 ? body.tools : undefined;
+  const toolTurn = tools
+    ? `<|im_start|>system\n# Tools\n<tools>${JSON.stringify(tools)}</tools><|im_end|>\n`
+    : '';
+  return { status: 200, body: { prompt: `${toolTurn}${turns.join('')}<|im_start|>assistant\n` } };
 }

@@ -1,23 +1,13 @@
-import { z } from 'zod';
-import { FLAVORS } from './stub-options';
-import { startStub } from './stub-server';
+import { runStubCli } from './stub-cli';
 
-/**
- * Manual entry: `npm run build && node dist/libs/stub-backend/src/main.js`. Port 8000 by default, the
- * address GUARDIAN_UPSTREAM_URL points at out of the box (CONTRACTS §7).
- */
-const envSchema = z.object({
-  STUB_PORT: z.coerce.number().int().min(0).max(65535).default(8000),
-  STUB_WINDOW: z.coerce.number().int().positive().default(8192),
-  STUB_FLAVOR: z.enum(FLAVORS).default('vllm'),
-});
-
+/** `npm run stub -- --help`, or `node dist/libs/stub-backend/src/main.js --host 0.0.0.0 --port 8000`. */
 async function main(): Promise<void> {
-  const parsed = envSchema.safeParse(process.env);
-  if (!parsed.success) throw new Error(`invalid environment: ${z.prettifyError(parsed.error)}`);
-  const env = parsed.data;
-  const stub = await startStub({ port: env.STUB_PORT, window: env.STUB_WINDOW, flavor: env.STUB_FLAVOR });
-  process.stdout.write(`stub listening on ${stub.url} (window ${stub.window}, flavor ${env.STUB_FLAVOR})\n`);
+  const result = await runStubCli(process.argv.slice(2), process);
+  if ('exitCode' in result) {
+    process.exitCode = result.exitCode;
+    return;
+  }
+  const { stub } = result;
   const stop = (): void => {
     stub.close().then(
       () => process.exit(0),

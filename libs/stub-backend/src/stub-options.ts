@@ -25,8 +25,10 @@ const optionsSchema = z.object({
   port: z.number().int().min(0).max(65535).default(0),
   tokenize: z.boolean().optional(),
   tokenizeDelayMs: z.number().int().min(0).default(0),
+  tokenizeTools: z.boolean().default(true),
   countTokensEndpoint: z.boolean().default(true),
   latencyMs: z.number().int().min(0).default(0),
+  summaryDelayMs: z.number().int().min(0).default(0),
   maxRecorded: z.number().int().min(0).default(10_000),
 });
 
@@ -39,8 +41,10 @@ export interface ResolvedOptions {
   port: number;
   tokenize: boolean;
   tokenizeDelayMs: number;
+  tokenizeTools: boolean;
   countTokensEndpoint: boolean;
   latencyMs: number;
+  summaryDelayMs: number;
   maxRecorded: number;
   reply?: (req: RecordedRequest) => StubReply | undefined;
 }

@@ -142,6 +142,7 @@ class StubServer implements StubBackend {
       isSummary: false,
       status: 0,
       aborted: false,
+      receivedAt: performance.now(),
     };
     this.requests.push(record);
     if (this.requests.length > this.options.maxRecorded) this.requests.shift();
@@ -161,6 +162,8 @@ class StubServer implements StubBackend {
     if (generation) {
       record.route = generation;
       const answer = answerGeneration(generation, record, this.generationContext());
+      // A slow (or, with a delay past the caller's patience, hung) summariser: the client's own requests are not held.
+      if (record.isSummary && options.summaryDelayMs > 0) await delay(options.summaryDelayMs);
       if (answer.kind === 'json') return this.sendJson(res, record, answer);
       return this.sendEvents(res, record, answer.events);
     }
@@ -215,7 +218,10 @@ class StubServer implements StubBackend {
   private sendJson(res: ServerResponse, record: RecordedRequest | undefined, answer: JsonAnswer): void {
     // The client may have gone away during a latency or tokenize delay; there is no one left to answer.
     if (res.destroyed) return;
-    if (record) record.status = answer.status;
+    if (record) {
+      record.status = answer.status;
+      record.answeredAt = performance.now();
+    }
     const text = answer.body === '' ? '' : JSON.stringify(answer.body);
     res.writeHead(answer.status, {
       'content-type': 'application/json',
@@ -228,6 +234,7 @@ class StubServer implements StubBackend {
   private async sendEvents(res: ServerResponse, record: RecordedRequest, events: string[]): Promise<void> {
     if (res.destroyed) return;
     record.status = 200;
+    record.answeredAt = performance.now();
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
     const hold = this.pendingHolds.shift();
     if (!hold) {

@@ -20,12 +20,19 @@ export interface StubOptions {
   tokenize?: boolean;
   /** Delay every `/tokenize` answer by this many milliseconds (to exercise a tokenize timeout). */
   tokenizeDelayMs?: number;
+  /**
+   * vLLM `/tokenize` accepts `tools` and renders them in the chat template. Default true; false answers 400 to a
+   * request that carries them, as a tokenizer endpoint that predates the field does.
+   */
+  tokenizeTools?: boolean;
   /** Serve `POST /v1/messages/count_tokens`. Default true. */
   countTokensEndpoint?: boolean;
   /** Scripted reply for non-summary generation requests; `undefined` falls back to the default reply. */
   reply?: (req: RecordedRequest) => StubReply | undefined;
   /** Milliseconds added before every answer. Default 0. */
   latencyMs?: number;
+  /** Milliseconds added before answering a summary request (recognised by its marker); 0 by default. */
+  summaryDelayMs?: number;
   /** Keep at most this many records, dropping the oldest (benchmarks send millions). Default 10000. */
   maxRecorded?: number;
 }
@@ -56,6 +63,9 @@ export interface RecordedRequest {
   status: number;
   /** True when the client went away before the answer completed. */
   aborted: boolean;
+  /** `performance.now()` when the request arrived, and when its status line went out (in this process's clock). */
+  receivedAt: number;
+  answeredAt?: number;
 }
 
 /** A running stub upstream. */

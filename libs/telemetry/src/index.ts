@@ -7,6 +7,7 @@ export {
   MEMO_OPS,
   MEMO_RESULTS,
   MEMO_STORES,
+  PRECOMPACT_OUTCOMES,
   RECOVERY_OUTCOMES,
   REQUEST_OUTCOMES,
   ROUTES,
@@ -14,6 +15,7 @@ export {
 } from './metrics';
 export type {
   ArchiveFailureReason,
+  PrecompactOutcome,
   CompactionReason,
   FailOpenStage,
   GuardianMetricsOptions,

@@ -10,6 +10,7 @@ import {
   REQUEST_OUTCOMES,
   ROUTES,
   SUMMARISER_OUTCOMES,
+  PRECOMPACT_OUTCOMES,
   RECOVERY_OUTCOMES,
   ARCHIVE_FAILURE_REASONS,
 } from './metrics';
@@ -18,7 +19,7 @@ import {
 // are bounded by the code (the MCP tool list, the build), not by a list here.
 const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   route: ROUTES,
-  outcome: [...REQUEST_OUTCOMES, ...SUMMARISER_OUTCOMES, ...RECOVERY_OUTCOMES],
+  outcome: [...REQUEST_OUTCOMES, ...SUMMARISER_OUTCOMES, ...RECOVERY_OUTCOMES, ...PRECOMPACT_OUTCOMES],
   reason: [...COMPACTION_REASONS, ...ARCHIVE_FAILURE_REASONS],
   stage: FAIL_OPEN_STAGES,
   store: MEMO_STORES,

@@ -40,6 +40,12 @@ export const MEMO_RESULTS = ['hit', 'miss'] as const;
 export const MEMO_OPS = ['get', 'set', 'lock', 'unlock', 'delete'] as const;
 export const ARCHIVE_FAILURE_REASONS = ['no_space', 'read_only', 'permission', 'other'] as const;
 export const RECOVERY_OUTCOMES = ['ok', 'failed'] as const;
+/**
+ * What a background pre-compaction did: `done` stored a summary, `used` is a foreground request that reused one,
+ * `not_needed` found nothing to evict yet, `busy` was skipped (one per session, GUARDIAN_PRECOMPACT_CONCURRENCY in
+ * all), `failed` and `abandoned` (the session moved past it, or the process stopped) changed nothing for clients.
+ */
+export const PRECOMPACT_OUTCOMES = ['done', 'used', 'not_needed', 'busy', 'failed', 'abandoned'] as const;
 
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
@@ -49,6 +55,7 @@ export type SummariserOutcome = (typeof SUMMARISER_OUTCOMES)[number];
 export type MemoStoreKind = (typeof MEMO_STORES)[number];
 export type MemoOp = (typeof MEMO_OPS)[number];
 export type ArchiveFailureReason = (typeof ARCHIVE_FAILURE_REASONS)[number];
+export type PrecompactOutcome = (typeof PRECOMPACT_OUTCOMES)[number];
 
 const NAMES = {
   requests: 'guardian_requests_total',
@@ -77,6 +84,9 @@ const NAMES = {
   overflowRecoveries: 'guardian_overflow_recoveries_total',
   sessionHeaderIgnored: 'guardian_session_header_ignored_total',
   recallToolCalls: 'guardian_recall_tool_calls_total',
+  precompact: 'guardian_precompact_total',
+  // Not `summary_...`: promtool's linter refuses metric names that contain a metric type.
+  summaryWait: 'guardian_summariser_wait_seconds',
   buildInfo: 'guardian_build_info',
 } as const;
 
@@ -220,6 +230,16 @@ export class GuardianMetrics {
   readonly recallToolCalls = this.counter(NAMES.recallToolCalls, 'Recall tool calls, by tool name.', [
     'tool',
   ]);
+  readonly precompact = this.counter(
+    NAMES.precompact,
+    'Background pre-compactions, by outcome (used: a client request reused a pre-computed summary).',
+    ['outcome'],
+  );
+  readonly summaryWait = this.histogram(
+    NAMES.summaryWait,
+    'Time a compacted client request spent getting its summary (near 0 on a memo hit).',
+    { labelNames: [], buckets: [0.001, ...SUMMARISER_BUCKETS] },
+  );
   readonly buildInfo = this.gauge(NAMES.buildInfo, 'Always 1; the version label names the running build.', [
     'version',
   ]);
@@ -257,6 +277,7 @@ export class GuardianMetrics {
     for (const op of MEMO_OPS) this.memoErrors.inc({ op }, 0);
     for (const reason of ARCHIVE_FAILURE_REASONS) this.archiveWriteFailures.inc({ reason }, 0);
     for (const outcome of SUMMARISER_OUTCOMES) this.summariserDuration.zero({ outcome });
+    for (const outcome of PRECOMPACT_OUTCOMES) this.precompact.inc({ outcome }, 0);
   }
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {

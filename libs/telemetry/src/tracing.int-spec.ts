@@ -66,6 +66,7 @@ describe('startOtelSdk with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
       PATH: process.env.PATH,
       OTEL_EXPORTER_OTLP_ENDPOINT: `${col.url}/`,
       OTEL_SERVICE_NAME: 'cg-test',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=cg-ci',
       // Only traces are under test; keep the SDK from exporting metrics or logs to the stand-in.
       OTEL_METRICS_EXPORTER: 'none',
       OTEL_LOGS_EXPORTER: 'none',
@@ -76,5 +77,6 @@ describe('startOtelSdk with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     expect(body).toContain('guardian.summarise');
     expect(body).toContain('gen_ai.request.model');
     expect(body).toContain('cg-test');
+    expect(body).toContain('cg-ci');
   });
 });

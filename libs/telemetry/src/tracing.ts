@@ -85,23 +85,32 @@ export interface OtelHandle {
 }
 
 /**
- * Starts the OpenTelemetry Node SDK with the OTLP/HTTP trace exporter, but only when
- * `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces-specific endpoint) is set. Otherwise it loads nothing and
- * returns undefined: no exporter is active unless the operator configures one (issue 6).
+ * Starts an OpenTelemetry trace pipeline (a Node tracer provider, batching into the OTLP/HTTP trace
+ * exporter), but only when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces-specific endpoint) is set.
+ * Otherwise it loads nothing and returns undefined: no exporter is active unless the operator configures
+ * one (issue 6). `OTEL_RESOURCE_ATTRIBUTES` is honoured as the full Node SDK would.
  */
 export async function startOtelSdk(env: OtelEnv): Promise<OtelHandle | undefined> {
   const url = tracesUrl(env);
   if (url === undefined) return undefined;
-  // Loaded on demand so that a sidecar without a collector never pays for the SDK's module graph.
-  const { NodeSDK } = await import('@opentelemetry/sdk-node');
+  // Loaded on demand so that a sidecar without a collector never pays for the SDK's module graph. Not
+  // @opentelemetry/sdk-node: it pulls every gRPC/proto exporter and the Prometheus exporter, two thirds of
+  // the image's node_modules, to export traces over HTTP only (issue 13, defect 5).
+  const { NodeTracerProvider } = await import('@opentelemetry/sdk-trace-node');
+  const { BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+  const { detectResources, envDetector, resourceFromAttributes } = await import('@opentelemetry/resources');
   const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-  const sdk = new NodeSDK({
-    serviceName: nonEmpty(env.OTEL_SERVICE_NAME) ?? TRACER_NAME,
-    traceExporter: new OTLPTraceExporter({ url }),
-    instrumentations: [],
+  const resource = resourceFromAttributes({
+    // semantic conventions: service.name
+    'service.name': nonEmpty(env.OTEL_SERVICE_NAME) ?? TRACER_NAME,
+  }).merge(detectResources({ detectors: [envDetector] }));
+  const provider = new NodeTracerProvider({
+    resource,
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))],
   });
-  sdk.start();
-  return { shutdown: () => sdk.shutdown() };
+  // Registers the provider globally with the AsyncLocalStorage context manager, so spans nest per request.
+  provider.register();
+  return { shutdown: () => provider.shutdown() };
 }
 
 // OTLP exporter spec: the generic endpoint gets `/v1/traces` appended; the signal-specific one is used as is.

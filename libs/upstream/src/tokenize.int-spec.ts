@@ -16,8 +16,18 @@ describe('tokenizeCount against a real stub', () => {
     await client.close();
     await stub.close();
   });
-  const start = async (flavor: 'vllm' | 'llamacpp', tokenizeDelayMs = 0) => {
-    stub = await startStub({ flavor, tokenizeDelayMs });
+  const tools = [
+    {
+      type: 'function',
+      function: {
+        name: 'run_shell',
+        description: 'Run a shell command in the repository and return what it printed',
+        parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+      },
+    },
+  ];
+  const start = async (flavor: 'vllm' | 'llamacpp', tokenizeDelayMs = 0, tokenizeTools = true) => {
+    stub = await startStub({ flavor, tokenizeDelayMs, tokenizeTools });
     client = new UpstreamClient({ origin: stub.url, timeoutSeconds: 5, connectTimeoutSeconds: 1 });
   };
 
@@ -30,7 +40,38 @@ describe('tokenizeCount against a real stub', () => {
       headers: {},
       timeoutMs: 1000,
     });
-    expect(n).toBe(stub.countPrompt({ messages }, 'chat'));
+    expect(n).toEqual({ tokens: stub.countPrompt({ messages }, 'chat'), toolsEstimated: false });
+  });
+
+  // Issue 11 finding 4: Qwen Code's 11 tools were left out, 39,448 counted against a real 48,153.
+  it('vLLM: sends the tools, which the chat template renders, so the count includes them', async () => {
+    await start('vllm');
+    const n = await tokenizeCount(client, {
+      model: 'stub-model',
+      messages,
+      flatText,
+      tools,
+      toolTokens: 999,
+      headers: {},
+      timeoutMs: 1000,
+    });
+    expect(n).toEqual({ tokens: stub.countPrompt({ messages, tools }, 'chat'), toolsEstimated: false });
+    expect(n!.tokens).toBeGreaterThan(stub.countPrompt({ messages }, 'chat'));
+  });
+
+  it('vLLM that refuses `tools`: counts the messages and adds the estimated tools, saying so', async () => {
+    await start('vllm', 0, false);
+    const n = await tokenizeCount(client, {
+      model: 'stub-model',
+      messages,
+      flatText,
+      tools,
+      toolTokens: 57,
+      headers: {},
+      timeoutMs: 1000,
+    });
+    expect(n).toEqual({ tokens: stub.countPrompt({ messages }, 'chat') + 57, toolsEstimated: true });
+    expect(stub.requests.map((r) => r.status)).toEqual([400, 200]);
   });
 
   it('llama.cpp: the messages rendered by /apply-template, then tokenized (the flat text alone undercounts)', async () => {
@@ -43,8 +84,20 @@ describe('tokenizeCount against a real stub', () => {
       timeoutMs: 1000,
     });
     const flat = stub.countTokens(flatText);
-    expect(n).toBeGreaterThan(flat);
+    expect(n!.tokens).toBeGreaterThan(flat);
+    expect(n!.toolsEstimated).toBe(false);
     expect(stub.requests.map((r) => r.path)).toEqual(['/tokenize', '/apply-template', '/tokenize']);
+  });
+
+  it('llama.cpp: the tools go into /apply-template and so into the count', async () => {
+    await start('llamacpp');
+    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: 1000 };
+    const without = await tokenizeCount(client, opts);
+    const withTools = await tokenizeCount(client, { ...opts, tools, toolTokens: 1 });
+    expect(withTools!.toolsEstimated).toBe(false);
+    expect(withTools!.tokens - without!.tokens).toBeGreaterThanOrEqual(
+      stub.countTokens(JSON.stringify(tools)),
+    );
   });
 
   it('gives up after the timeout (the caller keeps its estimate)', async () => {

@@ -1,22 +1,43 @@
 import type { HeaderMap } from './headers';
 import type { UpstreamClient } from './upstream-client';
 
+/** An exact count, and whether the tools in it had to be estimated (the route could not take them). */
+export interface TokenizeResult {
+  tokens: number;
+  toolsEstimated: boolean;
+}
+
 /**
  * Exact prompt tokens from the upstream's own tokenizer, or undefined (the caller keeps its estimate) on any
  * failure or after `timeoutMs` in all.
  *
- * vLLM's `POST /tokenize` takes the chat `messages`, applies the chat template and answers `{count}`.
+ * vLLM's `POST /tokenize` takes the chat `messages` and `tools`, applies the chat template (which renders the tools)
+ * and answers `{count}`: without `tools`, Qwen Code's 11 tools went uncounted (39,448 against a real 48,153).
  * llama.cpp's takes `content` and answers `{tokens}` for that text alone, without the template's role markers, so
  * for chat it undercounts (a 62-message conversation: 4,605 tokens against the server's own 5,638; docs/WORKS_WITH.md).
- * When the answer is llama.cpp's shape, the messages are first rendered with its `POST /apply-template` and that
- * prompt is tokenized; if that endpoint is missing, the flat count is the best available.
+ * When the answer is llama.cpp's shape, the messages (and tools) are first rendered with its `POST /apply-template`
+ * and that prompt is tokenized. Where a route cannot take the tools (an older vLLM refuses the field, or llama.cpp
+ * has no /apply-template), the count is of the messages and `toolTokens`, the estimate, is added.
  */
 export async function tokenizeCount(
   client: UpstreamClient,
-  opts: { model: string; messages: unknown[]; flatText: string; headers: HeaderMap; timeoutMs: number },
-): Promise<number | undefined> {
+  opts: {
+    model: string;
+    messages: unknown[];
+    flatText: string;
+    /** The request's `tools`, when it has any and they count. */
+    tools?: unknown;
+    /** The estimate of those tools, added where the route could not count them. */
+    toolTokens?: number;
+    headers: HeaderMap;
+    timeoutMs: number;
+  },
+): Promise<TokenizeResult | undefined> {
   const signal = AbortSignal.timeout(Math.max(1, opts.timeoutMs));
-  const post = async (path: string, body: unknown): Promise<Record<string, unknown> | undefined> => {
+  const post = async (
+    path: string,
+    body: unknown,
+  ): Promise<{ status: number; body?: Record<string, unknown> }> => {
     const res = await client.json({
       method: 'POST',
       path,
@@ -26,23 +47,36 @@ export async function tokenizeCount(
       timeoutMs: opts.timeoutMs,
       maxBytes: 16 * 1024 * 1024,
     });
-    return res.status === 200 && typeof res.body === 'object' && res.body !== null
-      ? (res.body as Record<string, unknown>)
-      : undefined;
+    const ok = res.status === 200 && typeof res.body === 'object' && res.body !== null;
+    return { status: res.status, body: ok ? (res.body as Record<string, unknown>) : undefined };
   };
+  const hasTools = opts.tools !== undefined;
+  const withTools = (n: number): TokenizeResult => ({ tokens: n, toolsEstimated: false });
+  const estimatedTools = (n: number): TokenizeResult =>
+    hasTools ? { tokens: n + (opts.toolTokens ?? 0), toolsEstimated: true } : withTools(n);
   try {
-    const first = await post('/tokenize', {
-      model: opts.model,
-      messages: opts.messages,
-      content: opts.flatText,
-    });
-    if (!first) return undefined;
-    if (typeof first.count === 'number') return first.count;
-    if (!Array.isArray(first.tokens)) return undefined;
-    const rendered = await post('/apply-template', { messages: opts.messages }).catch(() => undefined);
-    if (typeof rendered?.prompt !== 'string') return first.tokens.length;
-    const templated = await post('/tokenize', { content: rendered.prompt });
-    return Array.isArray(templated?.tokens) ? templated.tokens.length : first.tokens.length;
+    const base = { model: opts.model, messages: opts.messages, content: opts.flatText };
+    let first = await post('/tokenize', hasTools ? { ...base, tools: opts.tools } : base);
+    let toolsCounted = hasTools;
+    if (!first.body && hasTools && first.status >= 400 && first.status < 500) {
+      // A tokenizer that does not know `tools` refuses the field: count the messages, estimate the tools.
+      first = await post('/tokenize', base);
+      toolsCounted = false;
+    }
+    const answer = first.body;
+    if (!answer) return undefined;
+    if (typeof answer.count === 'number')
+      return toolsCounted ? withTools(answer.count) : estimatedTools(answer.count);
+    if (!Array.isArray(answer.tokens)) return undefined;
+    const rendered = await post(
+      '/apply-template',
+      hasTools ? { messages: opts.messages, tools: opts.tools } : { messages: opts.messages },
+    ).catch(() => undefined);
+    const prompt = rendered?.body?.prompt;
+    if (typeof prompt !== 'string') return estimatedTools(answer.tokens.length);
+    const templated = await post('/tokenize', { content: prompt });
+    const tokens = templated.body?.tokens;
+    return Array.isArray(tokens) ? withTools(tokens.length) : estimatedTools(answer.tokens.length);
   } catch {
     // Timed out or refused: an exact count is an optimisation, the estimate stands (count_source stays estimate).
     return undefined;

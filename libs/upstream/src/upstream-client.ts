@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 
 import { Agent } from 'undici';
 
@@ -112,4 +112,45 @@ export async function readBounded(stream: Readable, maxBytes: number): Promise<s
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Reads the start of a body without losing any of it: `text` is the whole body when it ends within `maxBytes`;
+ * past that, `text` is undefined and `body` replays what was read followed by the rest, still streaming. An error
+ * answer is read to recognise an overflow, and one too big for that still reaches the client whole (issue 12).
+ */
+export function peekBody(stream: Readable, maxBytes: number): Promise<{ text?: string; body: Readable }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = (): void => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+    };
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size <= maxBytes) return;
+      cleanup();
+      stream.pause();
+      const out = new PassThrough();
+      for (const c of chunks) out.write(c);
+      stream.once('error', (err: Error) => out.destroy(err));
+      stream.pipe(out);
+      resolve({ body: out });
+    };
+    const onEnd = (): void => {
+      cleanup();
+      const all = Buffer.concat(chunks);
+      resolve({ text: all.toString('utf8'), body: Readable.from([all]) });
+    };
+    const onError = (err: Error): void => {
+      cleanup();
+      reject(classifyUpstreamError(err));
+    };
+    stream.on('data', onData);
+    stream.once('end', onEnd);
+    stream.once('error', onError);
+  });
 }

@@ -19,6 +19,24 @@ export interface Verdict {
   summary?: string;
 }
 
+/** The pointer a big-paste spill leaves in the text it cut (libs/compaction spillPointer). */
+export const SPILL_POINTER = '[context-guardian: message ';
+
+/** An item as sent, or the same item with its text cut by a spill (same role and type, the pointer inside). */
+function sameItem(sent: unknown, forwarded: unknown): boolean {
+  if (same(sent, forwarded)) return true;
+  return (
+    isObj(sent) &&
+    isObj(forwarded) &&
+    sent.role === forwarded.role &&
+    sent.type === forwarded.type &&
+    itemText(forwarded).includes(SPILL_POINTER)
+  );
+}
+
+const sameItems = (a: unknown[], b: unknown[]): boolean =>
+  a.length === b.length && a.every((x, i) => sameItem(x, b[i]));
+
 /** The cut c for which `forwarded` is the client's system-like items before c, then everything from c on. */
 function findCut(
   sent: unknown[],
@@ -27,7 +45,7 @@ function findCut(
 ): number | undefined {
   for (let c = 0; c <= sent.length; c++) {
     const expected = [...sent.slice(0, c).filter(isSystem), ...sent.slice(c)];
-    if (same(expected, forwarded)) return c;
+    if (sameItems(expected, forwarded)) return c;
   }
   return undefined;
 }
@@ -39,22 +57,39 @@ function otherFields(sent: Json, forwarded: Json, own: string[]): string[] {
     .map((k) => `top-level field ${k} changed`);
 }
 
-/** Anthropic /v1/messages: system + summary block, a kept tail from a typed user turn, every tool pair whole. */
+/** A system value or a system item's content as text blocks (a string is one block). */
+const textBlocks = (v: unknown): Json[] =>
+  typeof v === 'string' ? (v ? [{ type: 'text', text: v }] : []) : blocks(v);
+
+/**
+ * Anthropic /v1/messages: the client's system, then any system items eviction left at the front of `messages`, then
+ * the summary block, all in `system`; `messages` starting at a typed user turn; every tool pair whole.
+ */
 export function checkAnthropic(sent: Json, forwarded: Json): Verdict {
   const problems = otherFields(sent, forwarded, ['messages', 'system']);
   const sentMsgs = Array.isArray(sent.messages) ? sent.messages : [];
   const fwdMsgs = Array.isArray(forwarded.messages) ? (forwarded.messages as unknown[]) : [];
-  const sysBlocks =
-    typeof sent.system === 'string' ? [{ type: 'text', text: sent.system }] : blocks(sent.system);
+  const sysBlocks = textBlocks(sent.system);
   const fwdSys = blocks(forwarded.system);
   const last = fwdSys.at(-1);
   const compacted = typeof last?.text === 'string' && last.text.startsWith(FENCE_TITLE);
-  if (compacted && !same(fwdSys.slice(0, -1), sysBlocks)) problems.push('client system blocks changed');
   if (!compacted && !same(forwarded.system, sent.system)) problems.push('system changed without a summary');
-  const cut = findCut(sentMsgs, fwdMsgs, (m) => isObj(m) && m.role === 'system');
-  if (cut === undefined) problems.push('messages are not the client system items plus a suffix, as sent');
+  const isSys = (m: unknown): boolean => isObj(m) && m.role === 'system';
+  let cut: number | undefined;
+  for (let c = 0; c <= sentMsgs.length && cut === undefined; c++) {
+    const kept = [...sentMsgs.slice(0, c).filter(isSys), ...sentMsgs.slice(c)];
+    let lead = 0;
+    if (compacted && c > 0) while (lead < kept.length && isSys(kept[lead])) lead++;
+    const moved = kept.slice(0, lead).flatMap((m) => textBlocks(isObj(m) ? m.content : undefined));
+    const system = compacted ? [...sysBlocks, ...moved, last] : fwdSys;
+    if (sameItems(kept.slice(lead), fwdMsgs) && same(system, fwdSys)) cut = c;
+  }
+  if (cut === undefined)
+    problems.push('system and messages are not the client system, items and a suffix, as sent');
   if (compacted !== (cut !== undefined && cut > 0))
     problems.push('a summary without a cut, or a cut without one');
+  if (compacted && (!isObj(fwdMsgs[0]) || fwdMsgs[0].role !== 'user'))
+    problems.push('messages do not start with a user turn');
   const turns = fwdMsgs.filter((m): m is Json => isObj(m) && m.role !== 'system');
   const first = turns[0];
   if (first?.role !== 'user' || blocks(first.content).some((b) => b.type === 'tool_result'))
@@ -91,15 +126,26 @@ const isSystemItem = (i: unknown): boolean =>
   (i.type === undefined || i.type === 'message') &&
   (i.role === 'system' || i.role === 'developer');
 
-/** Responses: a developer summary item first, instructions untouched, calls and outputs paired by call_id. */
+/**
+ * Responses: the developer summary item right after the client's leading instruction items, instructions untouched,
+ * calls and outputs paired by call_id.
+ */
 export function checkResponses(sent: Json, forwarded: Json): Verdict {
   const problems = otherFields(sent, forwarded, ['input']);
   const sentItems = Array.isArray(sent.input) ? sent.input : [];
   let items = Array.isArray(forwarded.input) ? (forwarded.input as unknown[]) : [];
-  const head = items[0];
-  const compacted = isObj(head) && head.role === 'developer' && itemText(head).startsWith(FENCE_TITLE);
-  const summary = compacted ? itemText(head) : undefined;
-  if (compacted) items = items.slice(1);
+  const at = items.findIndex(
+    (i) => isObj(i) && i.role === 'developer' && itemText(i).startsWith(FENCE_TITLE),
+  );
+  const compacted = at !== -1;
+  const summary = compacted ? itemText(items[at]) : undefined;
+  if (compacted) {
+    let leading = 0;
+    while (leading < sentItems.length && isSystemItem(sentItems[leading])) leading++;
+    if (at !== leading)
+      problems.push(`summary at item ${at}, not after the ${leading} leading instruction items`);
+    items = [...items.slice(0, at), ...items.slice(at + 1)];
+  }
   const cut = findCut(sentItems, items, isSystemItem);
   if (cut === undefined) problems.push('input is not the client system items plus a suffix, as sent');
   if (compacted !== (cut !== undefined && cut > 0))

@@ -1,10 +1,14 @@
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 
+import { CACHE_DIR, SHARED_DIR } from './paths';
 import { freePort, startProc, waitForHttp, type Proc } from './proc';
 
-export const DEFAULT_LLAMA_SERVER = '/root/.cache/context-guardian/llama/src/build/bin/llama-server';
-export const DEFAULT_MODEL = '/work/shared/models/llama-2-tiny-random.gguf';
+/** Where docs/WORKS_WITH.md builds llama-server: under the runner's cache in the home directory. */
+export const DEFAULT_LLAMA_SERVER = join(CACHE_DIR, 'llama', 'src', 'build', 'bin', 'llama-server');
+/** The tiny model in the project's shared folder (`../shared/models`, beside the checkout). */
+export const DEFAULT_MODEL = join(SHARED_DIR, 'models', 'llama-2-tiny-random.gguf');
 
 export interface Llama {
   url: string;
@@ -23,7 +27,7 @@ export function llamaVersion(bin: string): string {
 }
 
 /**
- * llama-server on the tiny model exactly as /work/shared/models/README.md says: a 8,192-token context above the
+ * llama-server on the tiny model exactly as ../shared/models/README.md says: a 8,192-token context above the
  * trained 4,096 (the override), one slot (shared slots fail mid-generation), EOS biased so replies stay short,
  * offline, loopback, a free port.
  */

@@ -1,9 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 
+import { REPO_ROOT } from './paths';
 import { freePort, getJson, startProc, waitForHttp, type Proc } from './proc';
 
-export const REPO_ROOT = resolve(__dirname, '..', '..', '..');
 export const SIDECAR_MAIN = join(REPO_ROOT, 'dist', 'apps', 'guardian', 'src', 'main.js');
 
 /** The built sidecar (`npm run build`) running as a child process, as a user would start it. */

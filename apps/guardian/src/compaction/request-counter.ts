@@ -5,10 +5,11 @@ import { tokenizeCount, UpstreamClient, type HeaderMap } from '@guardian/upstrea
 
 import { GuardianConfig } from '../config/guardian-config';
 import { countExactly } from './formats/exact-count';
-import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
+import { jsonChars, type FormatAdapter, type ParsedConversation } from './formats/format-adapter';
 import { trackableModel } from './window.service';
 
-export type CountSource = 'tokenize' | 'calibrated' | 'estimate';
+/** How a count was had: `tokenize+estimate` is the upstream's exact count of the messages plus the estimated tools. */
+export type CountSource = 'tokenize' | 'tokenize+estimate' | 'calibrated' | 'estimate';
 
 export interface RequestCount {
   tokens: number;
@@ -46,6 +47,11 @@ export class RequestCounter {
     return { charsPerToken: this.config.env.GUARDIAN_CHARS_PER_TOKEN, factor };
   }
 
+  /** No usage sample yet for this model: the estimate is unproven (the budget keeps a margin: RequestMeasure). */
+  unproven(model: string): boolean {
+    return this.config.env.GUARDIAN_CALIBRATE && (this.calibrations.get(model)?.samples ?? 0) === 0;
+  }
+
   isCalibrated(model: string): boolean {
     return this.config.env.GUARDIAN_CALIBRATE && (this.calibrations.get(model)?.calibrated ?? false);
   }
@@ -78,17 +84,20 @@ export class RequestCounter {
     if ((this.exactFailures.get(conv.route) ?? 0) >= 3) return est;
     if (Math.abs(est.tokens - budget) > budget * NEAR_BUDGET) return est;
     const timeoutMs = this.config.env.GUARDIAN_TOKENIZE_TIMEOUT_MS;
+    const tools = this.config.env.GUARDIAN_COUNT_TOOLS ? conv.json.tools : undefined;
     const exact = viaAdapter
       ? await countExactly(viaAdapter, conv, {
           upstream: this.upstream,
           basePath: this.config.upstream.basePath,
           headers,
           timeoutMs,
-        })
+        }).then((tokens) => (tokens === undefined ? undefined : { tokens, toolsEstimated: false }))
       : await tokenizeCount(this.upstream, {
           model: conv.model,
           messages: conv.items,
           flatText: conv.messages.map((m) => m.text).join('\n'),
+          tools,
+          toolTokens: tools === undefined ? 0 : tokensForChars(jsonChars(tools), est.counter),
           headers,
           timeoutMs,
         });
@@ -99,8 +108,13 @@ export class RequestCounter {
     this.exactFailures.set(conv.route, 0);
     // The plan estimates each message with the counter; scaled to the exact total, its sums agree with the
     // upstream for this request (a dense paste the estimate undercounts would otherwise be kept as "fitting").
-    const factor = est.rawEstimate > 0 ? exact / est.rawEstimate : est.counter.factor;
-    return { ...est, tokens: exact, source: 'tokenize', counter: { ...est.counter, factor } };
+    const factor = est.rawEstimate > 0 ? exact.tokens / est.rawEstimate : est.counter.factor;
+    return {
+      ...est,
+      tokens: exact.tokens,
+      source: exact.toolsEstimated ? 'tokenize+estimate' : 'tokenize',
+      counter: { ...est.counter, factor },
+    };
   }
 
   /** One usage sample: the upstream's prompt tokens for a request whose raw estimate was `rawEstimate`. */

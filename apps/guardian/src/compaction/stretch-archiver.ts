@@ -1,14 +1,17 @@
+import { Injectable } from '@nestjs/common';
+
 import type { SpanRef } from '@guardian/archive';
 import { mergePins, tokensForChars } from '@guardian/compaction';
 
 import type { RequestContext } from './compaction-context';
-import type { SessionTable } from './session-table';
-import type { SpanRecorder } from './span-recorder';
+import { SessionTable } from './session-table';
+import { SpanRecorder } from './span-recorder';
 
 /**
  * Writes what one request evicts: a summarised stretch, or a paste spilled whole. A paste is archived once per
  * session (issue 3 §8), whether it comes back to be cut again or is later evicted with a stretch.
  */
+@Injectable()
 export class StretchArchiver {
   constructor(
     private readonly recorder: SpanRecorder,

@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
 
-import { buildSummaryPrompt, groupForPrompts, type Counter, type SummaryPrompt } from '@guardian/compaction';
+import {
+  buildSummaryPrompt,
+  groupForPrompts,
+  maxSummaryTokens,
+  summaryPromptLimit,
+  type BudgetInfo,
+  type Counter,
+  type SummaryPrompt,
+} from '@guardian/compaction';
 import { genAiAttributes, withSpan } from '@guardian/telemetry';
 import { UpstreamClient, type HeaderMap } from '@guardian/upstream';
 
@@ -13,7 +21,12 @@ import type { FormatAdapter } from './formats/format-adapter';
 /** A summary could not be had: the compaction fails open. `code` names why. */
 export class SummariseError extends Error {
   constructor(
-    readonly code: 'SUMMARY_HTTP_ERROR' | 'SUMMARY_TOO_SHORT' | 'SUMMARY_EMPTY' | 'TRANSCRIPT_TOO_SHORT',
+    readonly code:
+      | 'SUMMARY_HTTP_ERROR'
+      | 'SUMMARY_TIMEOUT'
+      | 'SUMMARY_TOO_SHORT'
+      | 'SUMMARY_EMPTY'
+      | 'TRANSCRIPT_TOO_SHORT',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -34,8 +47,7 @@ export interface SummariseInput {
   headers: HeaderMap;
   lines: string[];
   prior?: string;
-  window: number;
-  reserve: number;
+  budget: BudgetInfo;
   counter: Counter;
   signal: AbortSignal;
   route: 'chat' | 'messages' | 'responses';
@@ -43,7 +55,7 @@ export interface SummariseInput {
 
 /**
  * Summarises an evicted stretch with the same upstream and model, the client's credentials forwarded (issue 3 §5).
- * A prompt that would not fit (window - reserve) is done in consecutive groups (first group; then summary so far +
+ * A prompt that would not fit (summaryPromptLimit: the window less the summary) is done in consecutive groups (first group; then summary so far +
  * next group). A summary under GUARDIAN_MIN_SUMMARY_CHARS is asked for once more; any failure throws SummariseError.
  */
 @Injectable()
@@ -54,10 +66,6 @@ export class Summariser {
     private readonly obs: Observability,
   ) {}
 
-  maxSummaryTokens(reserve: number): number {
-    return Math.min(2048, Math.max(256, Math.floor(reserve / 2)));
-  }
-
   async summarise(input: SummariseInput): Promise<SummaryResult> {
     const env = this.config.env;
     const transcriptChars = input.lines.reduce((n, l) => n + l.length, 0);
@@ -67,9 +75,9 @@ export class Summariser {
         `transcript of ${transcriptChars} chars is under GUARDIAN_MIN_TRANSCRIPT_CHARS`,
       );
     }
-    const maxTokens = this.maxSummaryTokens(input.reserve);
+    const maxTokens = maxSummaryTokens(input.budget);
     const groups = groupForPrompts(input.lines, {
-      limitTokens: input.window - input.reserve,
+      limitTokens: summaryPromptLimit(input.budget),
       summaryAllowanceTokens: maxTokens,
       counter: input.counter,
       hasPrior: input.prior !== undefined,
@@ -117,13 +125,17 @@ export class Summariser {
         'gen_ai.request.max_tokens': maxTokens,
       },
       async (span) => {
+        // Each call has its own deadline, well under the upstream timeout: a hung summariser holds the client for
+        // GUARDIAN_SUMMARY_TIMEOUT_MS, then the request fails open (issue 11).
+        const timeoutMs = this.config.env.GUARDIAN_SUMMARY_TIMEOUT_MS;
+        const deadline = AbortSignal.timeout(timeoutMs);
         try {
           const res = await this.upstream.json({
             method: 'POST',
             path: `${this.config.upstream.basePath}${path}`,
             headers: { ...input.headers, 'content-type': 'application/json', accept: 'application/json' },
             body: Buffer.from(JSON.stringify(body)),
-            signal: input.signal,
+            signal: AbortSignal.any([input.signal, deadline]),
           });
           if (res.status !== 200) {
             throw new SummariseError('SUMMARY_HTTP_ERROR', `summariser answered HTTP ${res.status}`);
@@ -141,6 +153,10 @@ export class Summariser {
             (performance.now() - started) / 1000,
           );
           if (err instanceof SummariseError) throw err;
+          if (deadline.aborted && !input.signal.aborted)
+            throw new SummariseError('SUMMARY_TIMEOUT', `summariser gave no answer within ${timeoutMs} ms`, {
+              cause: err,
+            });
           throw new SummariseError('SUMMARY_HTTP_ERROR', 'summariser call failed', { cause: err });
         }
       },

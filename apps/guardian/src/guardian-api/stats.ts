@@ -33,6 +33,13 @@ export function buildStats(args: {
     summary_retries: state.summaryRetries,
     summary_checkpoints: state.summaryCheckpoints,
     summariser_calls: state.summariserCalls,
+    precompact: {
+      ...state.precompact,
+      // Stored in the background but not (yet) reused by a client request: the conversation moved on or changed.
+      wasted: Math.max(0, state.precompact.done - state.precompact.used),
+    },
+    summary_waits: state.summaryWaits,
+    summary_wait_seconds: Math.round(state.summaryWaitSeconds * 1000) / 1000,
     oversized_spills: state.oversizedSpills,
     compactions_with_pins: state.compactionsWithPins,
     last_pins_carried: state.lastPinsCarried,

@@ -15,6 +15,7 @@ import {
 import { GuardianConfig } from '../config/guardian-config';
 import { apiStyleOf, errorBody, ownedRoute } from '../http/api-style';
 import { CompactionService } from '../compaction/compaction.service';
+import { OverflowRecovery } from '../compaction/overflow-recovery';
 import { MAX_SESSION_HEADER_BYTES } from '../compaction/session';
 import { Observability } from '../observability/observability';
 import { requestTiming, type RequestTiming } from '../observability/request-timing';
@@ -30,6 +31,7 @@ export class ProxyService {
     private readonly config: GuardianConfig,
     private readonly upstream: UpstreamClient,
     private readonly compaction: CompactionService,
+    private readonly recovery: OverflowRecovery,
     private readonly obs: Observability,
   ) {}
 
@@ -117,7 +119,7 @@ export class ProxyService {
         signal: abort.signal,
       });
       if (exchange && res.status >= 400) {
-        res = await exchange.recover(res, (body) =>
+        res = await this.recovery.recover(exchange, res, (body) =>
           this.upstream.request({ method: req.method, path, headers, body, signal: abort.signal }),
         );
       }

@@ -148,10 +148,15 @@ describe('anthropicAdapter.rebuild', () => {
     const out = anthropicAdapter.rebuild(conv, { keep: [3, 6, 7], summaryBlock: 'SUMMARY' });
     expect(conv.json).toEqual(original); // the parsed request is never mutated
     const messages = out.messages as Json[];
-    expect(messages.map((m) => m.role)).toEqual(['system', 'assistant', 'user']);
+    // The system item eviction left at the front joins `system`: `messages` starts with a user turn.
+    expect(messages.map((m) => m.role)).toEqual(['assistant', 'user']);
     // Kept items are the client's own objects: cache_control, unknown blocks and field order untouched.
-    expect(messages[2]).toBe(conv.items[7]);
-    expect(out.system).toEqual([...(original.system as unknown[]), { type: 'text', text: 'SUMMARY' }]);
+    expect(messages[1]).toBe(conv.items[7]);
+    expect(out.system).toEqual([
+      ...(original.system as unknown[]),
+      { type: 'text', text: 'The user switched to plan mode.' },
+      { type: 'text', text: 'SUMMARY' },
+    ]);
     for (const key of [
       'model',
       'max_tokens',
@@ -163,6 +168,19 @@ describe('anthropicAdapter.rebuild', () => {
       'tools',
     ])
       expect(out[key]).toEqual(original[key]);
+  });
+
+  it('leaves a system item where it is when a user turn comes before it', () => {
+    const conv = parse();
+    const out = anthropicAdapter.rebuild(conv, { keep: [0, 1, 2, 3, 6, 7], summaryBlock: 'S' });
+    expect((out.messages as Json[]).map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'system',
+      'assistant',
+      'user',
+    ]);
   });
 
   it('turns a string system into blocks before appending, and creates system when there is none', () => {

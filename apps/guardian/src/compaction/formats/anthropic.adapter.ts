@@ -76,7 +76,8 @@ function readBlocks(content: unknown): BlocksRead {
   }
   r.text = texts.join('\n');
   r.typed = typed.join('\n');
-  r.spillable = textBlocks === 1 && content.length === 1;
+  // Text blocks only (Claude Code sends a reminder block and the paste as two): the spill joins them into one.
+  r.spillable = textBlocks > 0 && textBlocks === content.length;
   return r;
 }
 
@@ -89,6 +90,12 @@ function documentChars(block: Json): number {
   if (source.type === 'text') return str(source.data).length;
   if (source.type === 'content') return readBlocks(source.content).chars;
   return IMAGE_CHARS;
+}
+
+/** Top-level `system` (or a system item's content) as text blocks: a string becomes one block, blocks stay. */
+function systemBlocks(system: unknown): unknown[] {
+  if (Array.isArray(system)) return system as unknown[];
+  return typeof system === 'string' && system.length > 0 ? [{ type: 'text', text: system }] : [];
 }
 
 /**
@@ -170,12 +177,16 @@ export const anthropicAdapter: FormatAdapter = {
     });
     const out: Json = { ...conv.json, messages };
     if (plan.summaryBlock !== undefined) {
+      // `messages` must start with a user turn (CONTRACTS §3): a mid-conversation system item that eviction left at
+      // the front (Claude Code sends one right after the first user message) joins the top-level system text.
+      let lead = 0;
+      if (plan.keep[0] !== 0)
+        while (lead < plan.keep.length && conv.messages[plan.keep[lead]!]?.role === 'system') lead++;
+      const moved = messages
+        .splice(0, lead)
+        .flatMap((item) => systemBlocks(isObject(item) ? item.content : undefined));
       const block = { type: 'text', text: plan.summaryBlock };
-      const system = conv.json.system;
-      if (Array.isArray(system)) out.system = [...(system as unknown[]), block];
-      else if (typeof system === 'string' && system.length > 0)
-        out.system = [{ type: 'text', text: system }, block];
-      else out.system = [block];
+      out.system = [...systemBlocks(conv.json.system), ...moved, block];
     }
     return out;
   },

@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex, type NeutralMessage, type SummaryPrompt } from '@guardian/compaction';
+import { canonicalDigest, type NeutralMessage, type SummaryPrompt } from '@guardian/compaction';
 
 import type { OwnedRoute } from '../../http/api-style';
 
@@ -80,7 +80,7 @@ export function str(v: unknown): string {
  */
 export function fillDigests(conv: ParsedConversation): void {
   conv.messages.forEach((m, i) => {
-    if (!m.digest) m.digest = sha256Hex(canonicalJson(conv.items[i]));
+    if (!m.digest) m.digest = canonicalDigest(conv.items[i]);
   });
 }
 
@@ -97,7 +97,7 @@ export function stripThinking(text: string): string {
 export interface PartsRead {
   text: string;
   chars: number;
-  /** Plain text only (a string, or exactly one text part): the big-paste spill may cut it. */
+  /** Text only (a string, or text parts only): the big-paste spill may cut it (to one text part). */
   spillable: boolean;
 }
 
@@ -124,5 +124,5 @@ export function readParts(
       chars += kinds.image.includes(type) ? IMAGE_CHARS : jsonChars(part);
     }
   }
-  return { text: texts.join('\n'), chars, spillable: others === 0 && texts.length === 1 };
+  return { text: texts.join('\n'), chars, spillable: others === 0 && texts.length > 0 };
 }

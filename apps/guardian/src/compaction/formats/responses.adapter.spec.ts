@@ -119,22 +119,32 @@ describe('responsesAdapter.parse', () => {
 });
 
 describe('responsesAdapter.rebuild', () => {
-  it('puts the summary in a developer message at the start of input and leaves instructions alone', () => {
+  it('puts the summary in a developer message after the leading instruction items and leaves instructions alone', () => {
     const conv = parse();
     const original = JSON.parse(JSON.stringify(conv.json)) as Json;
     const out = responsesAdapter.rebuild(conv, { keep: [0, 10, 12], summaryBlock: 'SUMMARY' });
     expect(conv.json).toEqual(original);
     const input = out.input as unknown[];
-    expect(input[0]).toEqual({
+    // Item 0 is the client's leading developer item: the request starts with it, as the client sent it.
+    expect(input[0]).toBe(conv.items[0]);
+    expect(input[1]).toEqual({
       type: 'message',
       role: 'developer',
       content: [{ type: 'input_text', text: 'SUMMARY' }],
     });
-    expect(input.slice(1)).toEqual([conv.items[0], conv.items[10], conv.items[12]]);
-    expect(input[1]).toBe(conv.items[0]);
+    expect(input.slice(2)).toEqual([conv.items[10], conv.items[12]]);
     const { input: _in, ...rest } = out;
     const { input: _orig, ...originalRest } = original;
     expect(rest).toEqual(originalRest);
+  });
+
+  it('puts the summary first when the client sent no leading instruction items', () => {
+    const json = request();
+    const conv = parse({ ...json, input: (json.input as Json[]).slice(1) });
+    const out = responsesAdapter.rebuild(conv, { keep: [9, 11], summaryBlock: 'SUMMARY' });
+    const input = out.input as Json[];
+    expect(input[0]).toMatchObject({ role: 'developer', content: [{ text: 'SUMMARY' }] });
+    expect(input.slice(1)).toEqual([conv.items[9], conv.items[11]]);
   });
 
   it('replaces spilled text with the part type of the role', () => {

@@ -89,7 +89,8 @@ function readItem(item: Json): ItemRead | undefined {
  * OpenAI `/v1/responses`, stateless requests only (an `input` array, no `previous_response_id`): a stateful request
  * refers to history guardian never saw, so it passes through. function_call pairs with function_call_output by
  * `call_id`; reasoning items are assistant-side and so never start a kept tail. Summary placement: a `developer`
- * message item at the start of `input`; `instructions` untouched (CONTRACTS §3).
+ * message item right after the client's leading instruction items (at the start of `input` when there are none);
+ * `instructions` untouched (CONTRACTS §3).
  */
 export const responsesAdapter: FormatAdapter = {
   route: 'responses',
@@ -129,7 +130,12 @@ export const responsesAdapter: FormatAdapter = {
       return { ...item, content: [{ type: partType, text }] };
     });
     if (plan.summaryBlock !== undefined) {
-      input.unshift({
+      // After the client's leading instruction items (Codex sends its instructions as developer items, ~19 KB): the
+      // block's "instructions above" is then true, and the start of the request stays the same on every turn, which
+      // keeps the backend's prefix cache warm (CONTRACTS §3, summary placement and prefix stability).
+      let at = 0;
+      while (at < plan.keep.length && plan.keep[at] === at && conv.messages[at]?.role === 'system') at++;
+      input.splice(at, 0, {
         type: 'message',
         role: 'developer',
         content: [{ type: 'input_text', text: plan.summaryBlock }],

@@ -1,0 +1,67 @@
+import { Injectable } from '@nestjs/common';
+
+import { MemoStore } from '@guardian/memo';
+
+import { Observability } from '../observability/observability';
+import { CaptureService } from './capture.service';
+import type { Decision, RequestContext } from './compaction-context';
+import type { ObservedAnswer } from './formats/format-adapter';
+import { RequestCounter } from './request-counter';
+import { SessionTable } from './session-table';
+import { SpanRecorder } from './span-recorder';
+
+/** Tool names the recall MCP server offers; a model calling one is counted for the receipts. */
+const RECALL_TOOLS = new Set([
+  'search_spans',
+  'read_span',
+  'list_spans',
+  'list_digests',
+  'get_seal_status',
+  'get_proxy_status',
+  'get_context_status',
+]);
+
+/**
+ * What follows an answered request, behind it: the calibration sample, recall tool calls for the receipts, the
+ * capture journal, the session's LRU slot and its `/guardian/usage` record. Nothing here can fail the request.
+ */
+@Injectable()
+export class AnswerBookkeeping {
+  constructor(
+    private readonly counter: RequestCounter,
+    private readonly memo: MemoStore,
+    private readonly sessions: SessionTable,
+    private readonly recorder: SpanRecorder,
+    private readonly capture: CaptureService,
+    private readonly obs: Observability,
+  ) {}
+
+  async record(ctx: RequestContext, d: Decision, observed: ObservedAnswer): Promise<void> {
+    const obs = this.obs;
+    const model = ctx.conv.model;
+    if (observed.promptTokens !== undefined && d.rawForwarded > 0)
+      this.counter.observe(model, observed.promptTokens, d.rawForwarded);
+    for (const name of observed.toolNames) {
+      if (!RECALL_TOOLS.has(name)) continue;
+      obs.metrics.recallToolCalls.inc({ tool: name });
+      await this.recorder.recallToolCall();
+    }
+    this.capture.record({ sessionHash: ctx.session.hash, route: ctx.conv.route, messages: ctx.conv.items });
+    this.sessions.touch(ctx.session.hash, d.compactedAt);
+    obs.metrics.activeSessions.set(this.sessions.size);
+    const previous = await this.memo.getUsage(ctx.session.hash);
+    // The upstream's own prompt count of what was forwarded is exact; without one, guardian's count stands.
+    const reported = observed.promptTokens;
+    const used = reported ?? d.tokensAfter;
+    await this.memo.putUsage({
+      session: ctx.session.hash,
+      window: ctx.window.window,
+      used_after_compaction: used,
+      pct: Math.round((used / ctx.window.window) * 1000) / 10,
+      count_source: reported !== undefined ? 'tokenize' : ctx.count.source,
+      model,
+      last_compaction_at: d.compactedAt ?? previous?.last_compaction_at ?? null,
+      at: new Date().toISOString(),
+    });
+  }
+}

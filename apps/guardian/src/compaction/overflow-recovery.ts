@@ -1,0 +1,124 @@
+import { Injectable } from '@nestjs/common';
+
+import { overflowRetryBudget } from '@guardian/compaction';
+import { parseOverflow, peekBody, type UpstreamResponse } from '@guardian/upstream';
+
+import { GuardianConfig } from '../config/guardian-config';
+import { Observability } from '../observability/observability';
+import { codeOf } from './compaction-errors';
+import type { Decision, RequestContext } from './compaction-context';
+import { CompactionEngine } from './compaction-engine';
+import type { Exchange } from './exchange';
+import { RequestCounter } from './request-counter';
+import { WindowService } from './window.service';
+
+/** An error answer is read (to recognise an overflow) up to this size; a bigger one goes to the client as it is. */
+const MAX_ERROR_BODY = 1024 * 1024;
+
+/**
+ * One retry when the upstream refuses a request as too long (CONTRACTS §2.5): the same request decided again against
+ * the window and count the refusal taught (libs/compaction overflowRetryBudget). Any other error answer, and a
+ * refused retry, reaches the client as the upstream sent it.
+ */
+@Injectable()
+export class OverflowRecovery {
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly windows: WindowService,
+    private readonly counter: RequestCounter,
+    private readonly engine: CompactionEngine,
+    private readonly obs: Observability,
+  ) {}
+
+  async recover(
+    exchange: Exchange,
+    res: UpstreamResponse,
+    resend: (body: Buffer) => Promise<UpstreamResponse>,
+  ): Promise<UpstreamResponse> {
+    const ctx = exchange.req.ctx;
+    if (!ctx || res.status < 400) return res;
+    const peeked = await peekBody(res.body, MAX_ERROR_BODY);
+    const replay: UpstreamResponse = { ...res, body: peeked.body };
+    const overflow = peeked.text === undefined ? undefined : parseOverflow(res.status, peeked.text);
+    if (!overflow) return replay;
+    const rejected = exchange.current;
+    const retry = await this.retry(ctx, overflow, {
+      raw: rejected?.rawForwarded ?? ctx.count.rawEstimate,
+      tokens: rejected?.tokensAfter ?? ctx.count.tokens,
+    });
+    const route = ctx.conv.route;
+    if (!retry?.body) {
+      this.obs.metrics.overflowRecoveries.inc({ route, outcome: 'failed' });
+      return replay;
+    }
+    const second = await resend(retry.body);
+    const ok = second.status < 400;
+    this.obs.metrics.overflowRecoveries.inc({ route, outcome: ok ? 'ok' : 'failed' });
+    if (ok) {
+      // The retry's compaction was counted by the engine, with reason "overflow".
+      this.obs.state.overflowRecovered += 1;
+      this.obs.state.emit({
+        kind: 'overflow_recovered',
+        route,
+        model: ctx.conv.model,
+        shape: overflow.shape,
+        tokens_before: retry.tokensBefore,
+        tokens_after: retry.tokensAfter,
+      });
+      exchange.adopt(retry);
+    }
+    // A rejected retry: the client hears the upstream's own answer to it (CONTRACTS §2.5).
+    return second;
+  }
+
+  /**
+   * The request decided again. `sent` describes what was refused (the compacted body when this turn was compacted):
+   * the upstream's count is of those bytes, so calibration and the retry's factor compare it with guardian's estimate
+   * of the same bytes.
+   */
+  private async retry(
+    ctx: RequestContext,
+    learned: { window?: number; promptTokens?: number },
+    sent: { raw: number; tokens: number },
+  ): Promise<Decision | undefined> {
+    let learnedWindow = learned.window;
+    if (learnedWindow === undefined) {
+      // No numbers in the answer (Ollama): ask the backend's discovery endpoints, which GUARDIAN_NUM_CTX skipped.
+      const probed = await this.windows.probe(ctx.conv.model, ctx.auth);
+      if (probed && probed.window < ctx.window.window) learnedWindow = probed.window;
+    }
+    if (learnedWindow) this.windows.learn(ctx.conv.model, learnedWindow);
+    if (learned.promptTokens && sent.raw > 0)
+      this.counter.observe(ctx.conv.model, learned.promptTokens, sent.raw);
+    const env = this.config.env;
+    const est = this.counter.estimate(ctx.conv);
+    const aim = overflowRetryBudget({
+      learned: { window: learnedWindow, promptTokens: learned.promptTokens },
+      window: learnedWindow ?? ctx.window.window,
+      threshold: env.GUARDIAN_COMPACT_THRESHOLD,
+      reserveOutput: env.GUARDIAN_RESERVE_OUTPUT,
+      sent,
+      factor: est.counter.factor,
+      rawEstimate: est.rawEstimate,
+    });
+    const retryCtx: RequestContext = {
+      ...ctx,
+      window: { window: aim.budget.window, source: 'learned:overflow' },
+      budget: aim.budget,
+      count: { ...est, counter: { ...est.counter, factor: aim.factor }, tokens: aim.tokens },
+      reason: 'overflow',
+    };
+    try {
+      const d = await this.engine.decide(retryCtx);
+      return d.body ? d : undefined;
+    } catch (err) {
+      this.obs.failOpen('recovery', codeOf(err), {
+        route: ctx.conv.route,
+        model: ctx.conv.model,
+        reqId: ctx.input.reqId,
+        err,
+      });
+      return undefined;
+    }
+  }
+}

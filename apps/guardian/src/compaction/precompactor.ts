@@ -1,0 +1,130 @@
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
+
+import { chooseCut, prefixHashes, type PlanInput } from '@guardian/compaction';
+import { logOnce, type PrecompactOutcome } from '@guardian/telemetry';
+
+import { GuardianConfig } from '../config/guardian-config';
+import { Observability } from '../observability/observability';
+import { codeOf } from './compaction-errors';
+import type { Decision, RequestContext } from './compaction-context';
+import { fillDigests } from './formats/format-adapter';
+import { requestPlanInput } from './request-plan';
+import { StretchService } from './stretch-service';
+
+interface Job {
+  /** The cut the background summary is for, once chosen (0 before). */
+  cut: number;
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+/**
+ * Background pre-compaction (issue 14, ADR 0009): when a session's forwarded request passes
+ * GUARDIAN_PRECOMPACT_THRESHOLD of its budget, after the answer has gone back, the stretch the next cut will evict is
+ * summarised and memoized (in Redis when configured), so the turn that crosses the budget is a memo hit and no client
+ * waits on the summariser. The cut comes from the same planner the foreground uses; the foreground takes it by
+ * reusing the memo (the earliest memoized cut that fits), and a history that changed simply does not match it.
+ * One job per session, GUARDIAN_PRECOMPACT_CONCURRENCY in all; a failure changes nothing for any client.
+ */
+@Injectable()
+export class Precompactor implements OnModuleDestroy {
+  private readonly jobs = new Map<string, Job>();
+  private closing = false;
+
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly stretches: StretchService,
+    private readonly obs: Observability,
+  ) {}
+
+  /** Called once a client's answer has ended well: starts a background summary when the request was big enough. */
+  consider(ctx: RequestContext, d: Decision): void {
+    const env = this.config.env;
+    const threshold = env.GUARDIAN_PRECOMPACT_THRESHOLD;
+    if (threshold <= 0 || !env.GUARDIAN_SUMMARY_MEMO || this.closing) return;
+    if (ctx.dryRun || ctx.reason === 'overflow' || d.outcome === 'fail_open') return;
+    if (d.tokensAfter < threshold * ctx.budget.budget) return;
+    if (this.jobs.has(ctx.session.hash) || this.jobs.size >= env.GUARDIAN_PRECOMPACT_CONCURRENCY) {
+      this.count('busy');
+      return;
+    }
+    const job: Job = { cut: 0, abort: new AbortController(), done: Promise.resolve() };
+    this.jobs.set(ctx.session.hash, job);
+    this.obs.state.precompact.running = this.jobs.size;
+    job.done = this.run(ctx, job, d.tokensAfter)
+      .then((outcome) => this.count(outcome))
+      .catch((err: unknown) => {
+        if (job.abort.signal.aborted) return this.count('abandoned');
+        this.count('failed');
+        this.obs.state.precompact.failed += 1;
+        logOnce(
+          this.obs.logger,
+          `precompact_failed:${codeOf(err)}`,
+          { code: codeOf(err), route: ctx.conv.route, err },
+          'background pre-compaction failed; the next compacting turn summarises in the foreground (logged once per reason)',
+        );
+      })
+      .finally(() => {
+        this.jobs.delete(ctx.session.hash);
+        this.obs.state.precompact.running = this.jobs.size;
+      });
+  }
+
+  /** The foreground made or reused a cut: a background job for an earlier stretch of this session is moot. */
+  moved(session: string, cut: number): void {
+    const job = this.jobs.get(session);
+    if (job && job.cut > 0 && cut > job.cut) job.abort.abort();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.closing = true;
+    for (const job of this.jobs.values()) job.abort.abort();
+    await Promise.allSettled([...this.jobs.values()].map((j) => j.done));
+  }
+
+  private async run(ctx: RequestContext, job: Job, forwardedTokens: number): Promise<PrecompactOutcome> {
+    // The client's request is over: the job has its own signal, aborted when moot or at shutdown.
+    const bg: RequestContext = {
+      ...ctx,
+      input: { ...ctx.input, signal: job.abort.signal },
+      reason: 'budget',
+    };
+    fillDigests(bg.conv);
+    const hashes = prefixHashes(bg.conv.messages);
+    const entries = await this.stretches.lookup(bg, hashes);
+    const latest = entries.at(-1);
+    // One stretch ahead at most: a summary made ahead of need and not used yet is enough.
+    if (latest?.precomputed) return 'not_needed';
+    const planned = requestPlanInput(bg, this.config.env, latest ? [latest] : []);
+    const from = planned.memo?.cut ?? 0;
+    // The cut the planner will take when the request crosses its budget, a few turns from now: the keep-recent cut
+    // of that request, whose kept part will hold the turns still to come. So, from the end of this request, keep
+    // that much less (the 4-message minimum still holds). A cut chosen from today's end would evict less than
+    // the foreground will, and cost a summary every turn or two (docs/adr/0009-pre-compaction.md).
+    const cut = chooseCut(aheadOfCrossing(planned.input, forwardedTokens), from);
+    if (cut === undefined || !this.stretches.worthSummarising(bg, from, cut)) return 'not_needed';
+    job.cut = cut;
+    const made = await this.stretches.summarise(bg, hashes, planned.memo, from, cut, { precomputed: true });
+    if (job.abort.signal.aborted) return 'abandoned';
+    // Another request or replica summarised this stretch meanwhile: nothing was made here.
+    if (made.calls === 0) return 'not_needed';
+    this.obs.state.precompact.done += 1;
+    return 'done';
+  }
+
+  private count(outcome: PrecompactOutcome): void {
+    this.obs.metrics.precompact.inc({ outcome });
+  }
+}
+
+/**
+ * The planner input as it will be at the crossing: the keep-recent share less the room the forwarded request still
+ * leaves below the budget (what the turns to come will fill).
+ */
+export function aheadOfCrossing(input: PlanInput, forwardedTokens: number): PlanInput {
+  if (input.keep.messages !== undefined) return input;
+  const span = input.budget.window - input.budget.reserve;
+  const left = Math.max(0, input.budget.budget - forwardedTokens);
+  const fraction = Math.max(0, input.keep.fraction * span - left) / span;
+  return { ...input, keep: { fraction } };
+}

@@ -1,0 +1,81 @@
+import {
+  chooseMemo,
+  fullBlockTokens,
+  nextBlockSource,
+  pinsByMessage,
+  type BlockContext,
+  type BlockSource,
+  type PlanInput,
+} from '@guardian/compaction';
+import type { MemoEntry } from '@guardian/memo';
+
+import type { GuardianEnv } from '../config/config.schema';
+import type { RequestContext } from './compaction-context';
+import { pendingStart } from './stretch-service';
+
+/** What the planner (libs/compaction) is given for one request, and the memo entry it starts from. */
+export interface RequestPlanInput {
+  block: BlockContext;
+  memo?: MemoEntry;
+  input: PlanInput;
+}
+
+/**
+ * The planner's input for a request: the block context (pins by message), the memo entry to start from (the earliest
+ * of the conversation's cuts that still fits, chooseMemo), and how a new cut's block is weighed. The foreground
+ * engine and the background pre-compactor both plan from here, so they choose the same cuts (issue 14).
+ */
+export function requestPlanInput(
+  ctx: RequestContext,
+  env: GuardianEnv,
+  entries: readonly MemoEntry[],
+): RequestPlanInput {
+  const { conv, count, budget } = ctx;
+  const pinMaxChars = env.GUARDIAN_PIN_MAX_CHARS;
+  const block: BlockContext = {
+    messages: conv.messages,
+    fixedChars: conv.fixedChars,
+    counter: count.counter,
+    budget,
+    pinMaxChars,
+    pinsBy: pinMaxChars > 0 ? pinsByMessage(conv.messages) : [],
+  };
+  const base: Omit<PlanInput, 'memo'> = {
+    messages: conv.messages,
+    fixedChars: conv.fixedChars,
+    counter: count.counter,
+    budget,
+    keep: { fraction: env.GUARDIAN_KEEP_RECENT_FRACTION, messages: env.GUARDIAN_KEEP_RECENT_MESSAGES },
+    requestTokens: count.tokens,
+  };
+  const chosen = chooseMemo(
+    base,
+    entries.map((entry) => ({
+      entry,
+      cut: entry.cut,
+      summaryTokens: fullBlockTokens(block, blockSource(entry)),
+    })),
+  );
+  const memoSource = chosen ? blockSource(chosen.entry) : undefined;
+  return {
+    block,
+    memo: chosen?.entry,
+    input: {
+      ...base,
+      memo: chosen ? { cut: chosen.cut, summaryTokens: chosen.summaryTokens } : undefined,
+      newBlockTokens: (cut) => fullBlockTokens(block, nextBlockSource(block, memoSource, cut)),
+    },
+  };
+}
+
+/** A memo entry as the block sees it. */
+export function blockSource(entry: MemoEntry): BlockSource {
+  return {
+    summary: entry.summary,
+    cut: entry.cut,
+    spans: entry.spans,
+    spanTotal: entry.spanTotal,
+    deferred: pendingStart(entry) !== undefined,
+    mustKeep: entry.mustKeep,
+  };
+}

@@ -1,0 +1,301 @@
+import { Injectable } from '@nestjs/common';
+
+import {
+  checkpointSummary,
+  evictedIndexes,
+  maxSummaryTokens,
+  mergePins,
+  mustKeepBullets,
+  summaryPromptLimit,
+  tokensForChars,
+  transcriptLine,
+  transcriptLineMaxChars,
+} from '@guardian/compaction';
+import { MemoStore, type MemoEntry } from '@guardian/memo';
+import { logOnce } from '@guardian/telemetry';
+
+import { GuardianConfig } from '../config/guardian-config';
+import { Observability } from '../observability/observability';
+import type { RequestContext } from './compaction-context';
+import { StretchArchiver } from './stretch-archiver';
+import { SummariseError, Summariser, type SummaryResult } from './summariser';
+
+/** The newest span refs a memo entry keeps (the block names fewer; the recall tools list them all). */
+export const MAX_MEMO_SPANS = 16;
+/** The newest `## Must Keep` bullets a memo entry keeps: a model's list must not grow an entry without bound. */
+export const MAX_MEMO_BULLETS = 64;
+
+/** One stretch as this request has it: the memo entry that stands for it, and what getting it cost. */
+export interface StretchResult {
+  entry: MemoEntry;
+  calls: number;
+  chunked: boolean;
+  /** True while some of the entry's messages could not be archived (CONTRACTS §2.3). */
+  deferred: boolean;
+  /** The span this request wrote, for the compaction log line. */
+  run: string | null;
+  span: number | null;
+  /** The request waited on a summariser: its own call, or one under way for the same stretch (issue 14). */
+  waited: boolean;
+}
+
+/** Where an entry's unarchived messages start, if any. */
+export function pendingStart(entry: MemoEntry | undefined): number | undefined {
+  if (!entry) return undefined;
+  if (entry.pendingFrom !== undefined) return entry.pendingFrom;
+  return entry.span === undefined ? (entry.from ?? 0) : undefined;
+}
+
+/**
+ * The memo side of compaction (CONTRACTS §1-§3): finds the conversation's sticky cut, summarises a new stretch once
+ * (in this process and across replicas), archives what it evicts, and writes a stretch that an earlier turn could
+ * not archive as soon as a turn resends it. Throws only for the caller to fail open.
+ */
+@Injectable()
+export class StretchService {
+  private readonly inflight = new Map<string, Promise<StretchResult>>();
+
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly summariser: Summariser,
+    private readonly memo: MemoStore,
+    private readonly archiver: StretchArchiver,
+    private readonly obs: Observability,
+  ) {}
+
+  /**
+   * Every memo entry of this conversation, ascending by cut: the sticky cut, and any later one summarised ahead of
+   * need (issue 14). An entry matches only when the request's prefix up to its cut hashes the same (CONTRACTS §1).
+   */
+  async lookup(ctx: RequestContext, hashes: readonly string[]): Promise<MemoEntry[]> {
+    if (!this.config.env.GUARDIAN_SUMMARY_MEMO) return [];
+    const cuts = (await this.memo.cuts(ctx.session.hash)).filter((c) => c > 0 && c < hashes.length);
+    const found = await Promise.all(
+      [...new Set(cuts)].map(async (cut) => {
+        const entry = await this.memo.get(ctx.session.hash, hashes[cut] ?? '');
+        return entry?.cut === cut ? entry : undefined;
+      }),
+    );
+    const entries = found.filter((e): e is MemoEntry => e !== undefined).sort((a, b) => a.cut - b.cut);
+    this.obs.metrics.memoLookups.inc({ store: this.memo.kind, result: entries.length > 0 ? 'hit' : 'miss' });
+    return entries;
+  }
+
+  /**
+   * A stretch shorter than GUARDIAN_MIN_TRANSCRIPT_CHARS is not summarised (the seed's rule); rather than fail open,
+   * the request goes on to the spill, which may still make it fit.
+   */
+  worthSummarising(ctx: RequestContext, from: number, cut: number): boolean {
+    let chars = 0;
+    for (const i of evictedIndexes(ctx.conv.messages, from, cut)) {
+      const m = ctx.conv.messages[i]!;
+      chars += m.text.length + m.toolCalls.reduce((n, c) => n + c.args.length, 0);
+    }
+    return chars >= this.config.env.GUARDIAN_MIN_TRANSCRIPT_CHARS;
+  }
+
+  /**
+   * The sticky cut reused: no summariser call; a stretch still pending is archived now (CONTRACTS §2.3). The first
+   * reuse of a summary made ahead of need counts it as used (issue 14).
+   */
+  async reuse(ctx: RequestContext, given: MemoEntry): Promise<StretchResult> {
+    let entry = given;
+    if (entry.precomputed) {
+      entry = { ...entry };
+      delete entry.precomputed;
+      this.obs.state.precompact.used += 1;
+      this.obs.metrics.precompact.inc({ outcome: 'used' });
+      await this.memo.put(ctx.session.hash, entry);
+    }
+    const pending = pendingStart(entry);
+    const reused: StretchResult = {
+      entry,
+      calls: 0,
+      chunked: false,
+      deferred: false,
+      run: null,
+      span: null,
+      waited: false,
+    };
+    this.obs.state.summariesReused += 1;
+    this.obs.metrics.summariesReused.inc();
+    if (pending === undefined) return reused;
+    const archived = await this.archiver.stretch(ctx, evictedIndexes(ctx.conv.messages, pending, entry.cut), {
+      kind: pending > 0 ? 'continuation' : 'compaction',
+      summary: entry.summary,
+      continues: entry.spans.at(-1),
+      from: pending,
+    });
+    if (!archived.span) return { ...reused, deferred: true };
+    const updated = withSpans({ ...entry, span: archived.span }, entry, archived.refs);
+    delete updated.pendingFrom;
+    await this.memo.put(ctx.session.hash, updated);
+    return {
+      ...reused,
+      entry: updated,
+      run: archived.written?.run ?? null,
+      span: archived.written?.span ?? null,
+    };
+  }
+
+  /** One summariser run per stretch: concurrent requests for the same stretch share it (in process and across replicas). */
+  summarise(
+    ctx: RequestContext,
+    hashes: readonly string[],
+    memo: MemoEntry | undefined,
+    from: number,
+    cut: number,
+    opts: { precomputed?: boolean } = {},
+  ): Promise<StretchResult> {
+    const prefixHash = hashes[cut] ?? '';
+    const key = `${ctx.session.hash}:${prefixHash}`;
+    let p = this.inflight.get(key);
+    // A request that needs a stretch being summarised (in the background, or for another request) waits for it.
+    if (p) return p.then((r) => ({ ...r, calls: 0, chunked: false, waited: true }));
+    p = this.summariseOnce(ctx, prefixHash, memo, from, cut, opts.precomputed === true).finally(() =>
+      this.inflight.delete(key),
+    );
+    this.inflight.set(key, p);
+    return p;
+  }
+
+  private async summariseOnce(
+    ctx: RequestContext,
+    prefixHash: string,
+    memo: MemoEntry | undefined,
+    from: number,
+    cut: number,
+    precomputed: boolean,
+  ): Promise<StretchResult> {
+    const env = this.config.env;
+    const stored = (entry: MemoEntry, waited: boolean): StretchResult => ({
+      entry,
+      calls: 0,
+      chunked: false,
+      deferred: pendingStart(entry) !== undefined,
+      run: null,
+      span: null,
+      waited,
+    });
+    const lock = await this.memo.lock(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS + 10_000);
+    try {
+      if (!lock) {
+        // Another replica is summarising this stretch: wait for its summary, else do it ourselves (CONTRACTS §2.4).
+        const theirs = await this.memo.waitFor(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS);
+        if (theirs) return stored(theirs, true);
+      } else {
+        // Another replica may have stored this stretch and released its lock between our lookup and our lock.
+        const theirs = await this.memo.get(ctx.session.hash, prefixHash);
+        if (theirs?.cut === cut) return stored(theirs, false);
+      }
+      const { conv } = ctx;
+      const evicted = evictedIndexes(conv.messages, from, cut);
+      const { result, checkpoint } = await this.summary(ctx, evicted, from > 0 ? memo?.summary : undefined);
+      // Messages an earlier turn could not archive are written with this stretch (CONTRACTS §2.3, issue 12 defect 1).
+      const archiveFrom = Math.min(pendingStart(memo) ?? from, from);
+      // A summary made ahead of need archives nothing yet: its messages are still in every forwarded request. The
+      // first request that reuses it writes the span (reuse, like a deferred stretch), so nothing is archived twice
+      // and nothing that was never folded away is archived at all.
+      const archived = precomputed
+        ? { refs: [] as string[], span: undefined, written: undefined }
+        : await this.archiver.stretch(ctx, evictedIndexes(conv.messages, archiveFrom, cut), {
+            kind: archiveFrom > 0 && memo ? 'continuation' : 'compaction',
+            summary: result.summary,
+            continues: archiveFrom > 0 ? memo?.spans.at(-1) : undefined,
+            from: archiveFrom,
+          });
+      const base: MemoEntry = {
+        summary: result.summary,
+        mustKeep: mergePins(memo?.mustKeep ?? [], mustKeepBullets(result.summary)).slice(-MAX_MEMO_BULLETS),
+        cut,
+        from,
+        prefixHash,
+        spans: [],
+        summaryTokens: tokensForChars(result.summary.length, ctx.count.counter),
+        createdAt: new Date().toISOString(),
+      };
+      if (archived.span) base.span = archived.span;
+      else base.pendingFrom = archiveFrom;
+      if (precomputed) base.precomputed = true;
+      const entry = withSpans(base, memo, archived.refs);
+      if (env.GUARDIAN_SUMMARY_MEMO && !checkpoint) await this.memo.put(ctx.session.hash, entry);
+      return {
+        entry,
+        calls: result.calls,
+        chunked: result.chunked,
+        deferred: !precomputed && archived.span === undefined,
+        run: archived.written?.run ?? null,
+        span: archived.written?.span ?? null,
+        waited: true,
+      };
+    } finally {
+      await lock?.release();
+    }
+  }
+
+  /**
+   * The model's summary of the evicted messages. Outside overflow recovery a failed summary fails open. Inside it, the
+   * upstream has already refused the request as too long, so forwarding it unchanged is a certain failure: a
+   * checkpoint written without a model answers the client instead (ADR 0007). The checkpoint is not memoized.
+   */
+  private async summary(
+    ctx: RequestContext,
+    evicted: readonly number[],
+    prior: string | undefined,
+  ): Promise<{ result: SummaryResult; checkpoint: boolean }> {
+    const { conv } = ctx;
+    const env = this.config.env;
+    const maxChars = transcriptLineMaxChars({
+      limitTokens: summaryPromptLimit(ctx.budget),
+      summaryAllowanceTokens: maxSummaryTokens(ctx.budget),
+      counter: ctx.count.counter,
+    });
+    const toolArgChars = env.GUARDIAN_TOOL_ARG_CHARS;
+    try {
+      const result = await this.summariser.summarise({
+        adapter: ctx.adapter,
+        model: conv.model,
+        headers: ctx.auth,
+        lines: evicted.map((i) => transcriptLine(conv.messages[i]!, i, { toolArgChars, maxChars })),
+        prior,
+        budget: ctx.budget,
+        counter: ctx.count.counter,
+        signal: ctx.input.signal,
+        route: conv.route,
+      });
+      if (result.chunked) {
+        this.obs.state.summariesChunked += 1;
+        this.obs.metrics.summariesChunked.inc();
+        this.obs.state.emit({
+          kind: 'summary_chunked',
+          route: conv.route,
+          model: conv.model,
+          calls: result.calls,
+        });
+      }
+      return { result, checkpoint: false };
+    } catch (err) {
+      if (ctx.reason !== 'overflow' || !(err instanceof SummariseError)) throw err;
+      this.obs.state.summaryCheckpoints += 1;
+      logOnce(
+        this.obs.logger,
+        `summary_checkpoint:${err.code}`,
+        { code: err.code, route: conv.route, reqId: ctx.input.reqId },
+        'summariser failed during overflow recovery; a checkpoint without a model summary was forwarded (logged once per reason)',
+      );
+      const summary = checkpointSummary(evicted.map((i) => conv.messages[i]!));
+      return { result: { summary, calls: 0, chunked: false, retries: 0 }, checkpoint: true };
+    }
+  }
+}
+
+/** The entry with `refs` added to its predecessor's spans, the newest MAX_MEMO_SPANS kept and the total counted. */
+function withSpans(entry: MemoEntry, previous: MemoEntry | undefined, refs: readonly string[]): MemoEntry {
+  const before = previous?.spans ?? [];
+  const all = mergePins(before, refs);
+  const total = Math.max(previous?.spanTotal ?? before.length, before.length) + (all.length - before.length);
+  const out: MemoEntry = { ...entry, spans: all.slice(-MAX_MEMO_SPANS) };
+  if (total > out.spans.length) out.spanTotal = total;
+  else delete out.spanTotal;
+  return out;
+}

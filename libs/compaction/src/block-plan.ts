@@ -1,0 +1,93 @@
+import { evictedIndexes } from './cuts';
+import { carriedPins } from './pins';
+import { blockTokens, type RebuildInput } from './rebuild';
+import { capSummary, MAX_BLOCK_SPANS, renderSummaryBlock } from './summary-block';
+import { summaryMaxChars } from './summary-prompt';
+import type { BudgetInfo, Counter, NeutralMessage } from './types';
+
+/** What a summary block stands for: a memoized stretch chain, or the one a new summary will make. */
+export interface BlockSource {
+  summary: string;
+  /** The cut the summary covers. */
+  cut: number;
+  /** Written span refs, oldest first (the block names the newest MAX_BLOCK_SPANS). */
+  spans: readonly string[];
+  spanTotal?: number;
+  /** Some of the covered messages are not archived yet. */
+  deferred: boolean;
+  /** `## Must Keep` bullets collected from the chain's summaries. */
+  mustKeep: readonly string[];
+}
+
+/** One request as the block and the rebuild see it. */
+export interface BlockContext {
+  messages: readonly NeutralMessage[];
+  fixedChars: number;
+  counter: Counter;
+  budget: BudgetInfo;
+  /** GUARDIAN_PIN_MAX_CHARS (0: pinning off). */
+  pinMaxChars: number;
+  /** The pins each message asks for (pinsByMessage); empty when pinning is off. */
+  pinsBy: readonly (readonly string[])[];
+}
+
+/** A span ref as long as real ones (`<yyyymmdd-HHMMSS>-<8 hex>-<8 hex>/NNNN.json`), for sizing a block before it exists. */
+const REF_PLACEHOLDER = `${'0'.repeat(15)}-${'0'.repeat(8)}-${'0'.repeat(8)}/0000.json`;
+
+/**
+ * The rebuild's input around a block (or around no cut at all): the summary capped, the pins it carries in shedding
+ * order, and how to render it with fewer of them.
+ */
+export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined): RebuildInput {
+  const base = {
+    messages: ctx.messages,
+    fixedChars: ctx.fixedChars,
+    counter: ctx.counter,
+    budget: ctx.budget.budget,
+    pinsBy: ctx.pinsBy,
+  };
+  if (!block) return { ...base, cut: 0, pins: [] };
+  const summary = capSummary(block.summary, summaryMaxChars(ctx.budget, ctx.counter));
+  const evicted = evictedIndexes(ctx.messages, 0, block.cut).length;
+  return {
+    ...base,
+    cut: block.cut,
+    pins: carriedPins({
+      byMessage: ctx.pinsBy,
+      cut: block.cut,
+      mustKeep: block.mustKeep,
+      summary,
+      maxChars: ctx.pinMaxChars,
+    }),
+    renderBlock: (pins) =>
+      renderSummaryBlock({
+        summary,
+        evictedMessages: evicted,
+        spans: block.spans,
+        spanTotal: block.spanTotal,
+        deferred: block.deferred,
+        pins,
+      }),
+  };
+}
+
+/**
+ * An upper bound of the block a new cut at `cut` will place, before its summary exists: a summary of the longest the
+ * block carries, every reference slot filled, the line for older spans, and every pin.
+ */
+export function nextBlockSource(ctx: BlockContext, memo: BlockSource | undefined, cut: number): BlockSource {
+  return {
+    summary: 'x'.repeat(summaryMaxChars(ctx.budget, ctx.counter)),
+    cut,
+    spans: new Array<string>(MAX_BLOCK_SPANS).fill(REF_PLACEHOLDER),
+    spanTotal: MAX_BLOCK_SPANS + 1,
+    deferred: false,
+    mustKeep: memo?.mustKeep ?? [],
+  };
+}
+
+/** Tokens of a block with every pin it may carry: what the planner weighs a cut by. */
+export function fullBlockTokens(ctx: BlockContext, block: BlockSource): number {
+  const input = rebuildInput(ctx, block);
+  return blockTokens(input.renderBlock?.(input.pins), ctx.counter);
+}

@@ -1,0 +1,158 @@
+import { MESSAGE_OVERHEAD_CHARS, messageTokens, tokensForChars } from './estimate';
+import { spillReserveChars } from './spill';
+import type { Counter, NeutralMessage } from './types';
+
+/** Characters the summary block costs beyond its text: the separator where it joins the client's system prompt. */
+export const BLOCK_OVERHEAD_CHARS = 16;
+/**
+ * What an older paste is cut to when the request must shrink: a head and a tail of about this many tokens in all,
+ * plus the pointer. Fixed rather than "just enough", so the same paste is cut the same way on every later turn and
+ * the backend's prefix cache still matches the request up to the newest message.
+ */
+export const SPILL_PREVIEW_TOKENS = 512;
+/** Below this much room for head and tail a cut of the newest message would say nothing useful: it is left whole. */
+export const MIN_SPILL_ROOM_TOKENS = 128;
+
+export interface RebuildInput {
+  messages: readonly NeutralMessage[];
+  /** Characters every request carries outside the messages (tools, top-level system). */
+  fixedChars: number;
+  counter: Counter;
+  /** Input budget in tokens. */
+  budget: number;
+  /** Messages before this index (system messages excepted) are evicted; 0 evicts nothing and places no block. */
+  cut: number;
+  /** Renders the summary block carrying `pins`. Required when `cut` > 0. */
+  renderBlock?: (pins: readonly string[]) => string;
+  /** Pins the block may carry, in shedding order: the first is shed first (carriedPins). */
+  pins: readonly string[];
+  /** The pins each message asks for (pinsByMessage): a spilled message carries them, and they take its room. */
+  pinsBy?: readonly (readonly string[])[];
+}
+
+export interface SpillOrder {
+  index: number;
+  /** Tokens the cut text (head, pointer, carried pins, tail) may take. */
+  roomTokens: number;
+  /** The newest message the user typed: cut only because it alone exceeds what is left. */
+  newest: boolean;
+}
+
+export interface RebuildPlan {
+  cut: number;
+  /** Indexes of the client's items that are forwarded, in order. */
+  keep: number[];
+  block?: string;
+  /** The pins the block carries (after any shedding). */
+  pins: string[];
+  spills: SpillOrder[];
+  /** Estimated tokens of the rebuilt request, each spilled message at its room (an upper bound). */
+  tokens: number;
+}
+
+/** Tokens a summary block adds to a request. */
+export function blockTokens(block: string | undefined, counter: Counter): number {
+  return block === undefined ? 0 : tokensForChars(block.length + BLOCK_OVERHEAD_CHARS, counter);
+}
+
+/** The newest message the user typed at or after `from` (the one being asked), if any. */
+export function newestTyped(messages: readonly NeutralMessage[], from: number): number | undefined {
+  for (let i = messages.length - 1; i >= from; i--) {
+    const m = messages[i];
+    if (m?.role === 'user' && m.userTyped) return i;
+  }
+  return undefined;
+}
+
+/**
+ * The rebuild around one cut (CONTRACTS §3, order of measures, after the planner chose the cut): keep the system
+ * messages and the tail; place the block with every pin; while over budget, cut older pastes to a preview, oldest
+ * first; then the newest typed message, only when it alone exceeds what is left; shed pins last of all, in order,
+ * and only when the request fits without them (every pin is carried unless the pins themselves are the excess).
+ * Pure: the spills' archive writes and texts happen after, from `spills` (see {@link rebuiltTokens}).
+ */
+export function planRebuild(input: RebuildInput): RebuildPlan {
+  const { messages, counter, budget, cut } = input;
+  const keep: number[] = [];
+  messages.forEach((m, i) => {
+    if (m.role === 'system' || i >= cut) keep.push(i);
+  });
+  let body = tokensForChars(input.fixedChars, counter);
+  for (const i of keep) body += messageTokens(messages[i]!, counter);
+  let pins = [...input.pins];
+  let block = cut > 0 ? input.renderBlock?.(pins) : undefined;
+  const total = (): number => body + blockTokens(block, counter);
+  const overhead = tokensForChars(MESSAGE_OVERHEAD_CHARS, counter);
+  const spills: SpillOrder[] = [];
+
+  // What a spill of message i adds besides head and tail: the pointer and the pins it carries.
+  const reserve = (i: number): number => tokensForChars(spillReserveChars(input.pinsBy?.[i] ?? []), counter);
+  const newest = newestTyped(messages, cut);
+  for (const i of keep) {
+    if (total() <= budget) break;
+    const m = messages[i]!;
+    if (i === newest || m.role === 'system' || !m.spillable) continue;
+    const t = messageTokens(m, counter);
+    const room = SPILL_PREVIEW_TOKENS + reserve(i);
+    if (t <= room + overhead) continue;
+    spills.push({ index: i, roomTokens: room, newest: false });
+    body -= t - (room + overhead);
+  }
+  const m = newest === undefined ? undefined : messages[newest];
+  if (newest !== undefined && m?.spillable && total() > budget) {
+    const t = messageTokens(m, counter);
+    const least = MIN_SPILL_ROOM_TOKENS + reserve(newest);
+    // Worth cutting only if the room would reach the least useful once every pin is shed; the pins then go last,
+    // and only as far as the budget needs. Where the fixed part alone nearly fills the budget, it stays whole.
+    const bareBlock = block === undefined ? 0 : blockTokens(input.renderBlock?.([]), counter);
+    const roomBare = budget - (total() - blockTokens(block, counter) + bareBlock - t) - overhead;
+    const room = Math.max(budget - (total() - t) - overhead, least);
+    if (roomBare >= least && t > room + overhead) {
+      spills.push({ index: newest, roomTokens: room, newest: true });
+      body -= t - (room + overhead);
+    }
+  }
+  // Pins go last, and only when they are what stands between the request and the budget: shedding them from a
+  // request that would not fit without any of them loses the user's facts and gains nothing.
+  const withoutPins = (): number => body + blockTokens(input.renderBlock?.([]), counter);
+  if (block !== undefined && pins.length > 0 && total() > budget && withoutPins() <= budget) {
+    while (pins.length > 0 && total() > budget) {
+      pins = pins.slice(1);
+      block = input.renderBlock?.(pins);
+    }
+  }
+  spills.sort((a, b) => a.index - b.index);
+  return { cut, keep, block, pins, spills, tokens: total() };
+}
+
+/** Tokens of the rebuilt request once the spilled texts are known (`replaced`: index -> the text forwarded). */
+export function rebuiltTokens(
+  input: Pick<RebuildInput, 'messages' | 'fixedChars' | 'counter'>,
+  plan: Pick<RebuildPlan, 'keep' | 'block'>,
+  replaced: ReadonlyMap<number, string>,
+): number {
+  let t = tokensForChars(input.fixedChars, input.counter) + blockTokens(plan.block, input.counter);
+  for (const i of plan.keep) {
+    const text = replaced.get(i);
+    t +=
+      text === undefined
+        ? messageTokens(input.messages[i]!, input.counter)
+        : tokensForChars(text.length + MESSAGE_OVERHEAD_CHARS, input.counter);
+  }
+  return t;
+}
+
+/**
+ * Which rebuild goes out: the one around the cut, unless it is no smaller than what the client sent (a short stretch
+ * replaced by a longer summary); then the spill alone when it helps; else nothing (CONTRACTS §3: the forwarded
+ * request is never larger than what the client sent).
+ */
+export function chooseRebuild(
+  requestTokens: number,
+  withCut: RebuildPlan | undefined,
+  spillOnly: () => RebuildPlan,
+): RebuildPlan | undefined {
+  if (withCut && withCut.cut > 0 && withCut.tokens < requestTokens) return withCut;
+  const alone = spillOnly();
+  return alone.spills.length > 0 && alone.tokens < requestTokens ? alone : undefined;
+}

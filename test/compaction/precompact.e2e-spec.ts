@@ -1,0 +1,225 @@
+import { join } from 'node:path';
+
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+
+import type { StubBackend } from '@guardian/stub-backend';
+
+import { startRedis, type TestRedis } from '../support/redis';
+import { startStack, type Stack } from '../support/stack';
+import {
+  filler,
+  forwarded,
+  getJson,
+  messagesOf,
+  readSpans,
+  summaryBlock,
+  summaryCalls,
+  type Json,
+} from './support';
+
+/**
+ * Issue 14: with pre-compaction on, the stretch the next cut will evict is summarised in the background after an
+ * answer, so the turn that crosses the budget reuses it and no client waits on the summariser.
+ */
+const WINDOW = 8192;
+const ON = { GUARDIAN_PRECOMPACT_THRESHOLD: '0.8', GUARDIAN_RESERVE_OUTPUT: '4096' };
+
+function userTurn(turn: number): string {
+  return turn === 1
+    ? `We migrate the billing service. Remember this: the deploy key is FACT-PRE-14.\n${filler(1, 300)}`
+    : `Step ${turn}: ${filler(turn, 300)}`;
+}
+
+interface Precompact {
+  done: number;
+  used: number;
+  failed: number;
+  running: number;
+}
+
+async function stats(url: string): Promise<Json & { precompact: Precompact; summary_waits: number }> {
+  return (await getJson(`${url}/guardian/stats`)).body as Json & {
+    precompact: Precompact;
+    summary_waits: number;
+  };
+}
+
+/** What a person does between turns: reads the answer. Meanwhile the background job, if any, finishes. */
+async function idle(url: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if ((await stats(url)).precompact.running === 0) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('a background pre-compaction did not finish within 10 s');
+}
+
+/** Sends `turns` turns through the OpenAI SDK, pausing after each; returns when each request left the client. */
+async function converse(
+  baseURL: string,
+  url: string,
+  turns: number,
+  edit?: (history: ChatCompletionMessageParam[], turn: number) => void,
+): Promise<{ sentAt: number[]; history: ChatCompletionMessageParam[] }> {
+  const client = new OpenAI({ baseURL, apiKey: 'sk-test', maxRetries: 0 });
+  const history: ChatCompletionMessageParam[] = [{ role: 'system', content: 'You are a careful engineer.' }];
+  const sentAt: number[] = [];
+  for (let turn = 1; turn <= turns; turn++) {
+    history.push({ role: 'user', content: userTurn(turn) });
+    edit?.(history, turn);
+    sentAt.push(performance.now());
+    const res = await client.chat.completions.create({ model: 'stub-model', messages: history });
+    history.push({ role: 'assistant', content: res.choices[0]?.message.content ?? '' });
+    await idle(url);
+  }
+  return { sentAt, history };
+}
+
+/** Summary calls that reached the stub while a client request was on its way to it (the request path). */
+function summariesOnRequestPath(stub: StubBackend, sentAt: readonly number[]): number {
+  const generations = forwarded(stub);
+  const calls = summaryCalls(stub);
+  return generations.filter((g, i) =>
+    calls.some((c) => c.receivedAt >= (sentAt[i] ?? Infinity) && c.receivedAt <= g.receivedAt),
+  ).length;
+}
+
+describe('pre-compaction on: a 24-turn session at an 8,192 window', () => {
+  let stack: Stack;
+  let sentAt: number[];
+  let history: ChatCompletionMessageParam[];
+
+  beforeAll(async () => {
+    stack = await startStack({ stub: { window: WINDOW, summaryDelayMs: 150 }, env: ON });
+    ({ sentAt, history } = await converse(stack.baseURL, stack.guardian.url, 24));
+  }, 60_000);
+  afterAll(async () => {
+    await stack.close();
+  });
+
+  it('compacts with summaries made in the background, and no client request waits on one', async () => {
+    const s = await stats(stack.guardian.url);
+    const blocks = forwarded(stack.stub)
+      .map(summaryBlock)
+      .filter((b) => b !== undefined);
+    expect(blocks.length).toBeGreaterThan(8);
+    expect(summaryCalls(stack.stub).length).toBeGreaterThan(1);
+    expect(summariesOnRequestPath(stack.stub, sentAt)).toBe(0);
+    expect(s.summary_waits).toBe(0);
+    expect(s.precompact.done).toBe(summaryCalls(stack.stub).length);
+    expect(s.precompact.used).toBeGreaterThan(0);
+    for (const b of blocks) expect(b).toContain('FACT-PRE-14');
+  });
+
+  it('archives each evicted message once, in order, when a request first reuses its summary', async () => {
+    const last = forwarded(stack.stub).at(-1)!;
+    const tail = messagesOf(last).filter((m) => m.role !== 'system');
+    // The client's history up to the last request (the answer to it was appended after).
+    const sent = JSON.parse(JSON.stringify(history.slice(0, -1))) as Json[];
+    const spans = (await readSpans(join(stack.dataDir, 'spans'))).filter((sp) => !sp.oversized);
+    expect(spans.flatMap((sp) => sp.messages)).toEqual(sent.slice(1, sent.length - tail.length));
+    const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
+    expect(metrics).toMatch(/guardian_precompact_total\{outcome="used"\} [1-9]/);
+  });
+});
+
+describe('pre-compaction off: the same session waits on the summariser at every new stretch', () => {
+  it('makes its summary calls on the request path', async () => {
+    const stack = await startStack({
+      stub: { window: WINDOW, summaryDelayMs: 150 },
+      env: { ...ON, GUARDIAN_PRECOMPACT_THRESHOLD: '0' },
+    });
+    try {
+      const { sentAt } = await converse(stack.baseURL, stack.guardian.url, 24);
+      const calls = summaryCalls(stack.stub).length;
+      expect(calls).toBeGreaterThan(1);
+      expect(summariesOnRequestPath(stack.stub, sentAt)).toBe(calls);
+      expect((await stats(stack.guardian.url)).summary_waits).toBe(calls);
+    } finally {
+      await stack.close();
+    }
+  }, 60_000);
+});
+
+describe('pre-compaction when things go wrong', () => {
+  it('a summariser that hangs in the background changes nothing for the client', async () => {
+    const stack = await startStack({
+      stub: { window: WINDOW, summaryDelayMs: 3_000 },
+      env: { ...ON, GUARDIAN_SUMMARY_TIMEOUT_MS: '200' },
+    });
+    try {
+      // converse() throws on any answer but a 200: every one of the 16 turns is answered.
+      await converse(stack.baseURL, stack.guardian.url, 16);
+      const s = await stats(stack.guardian.url);
+      expect(s.precompact.failed).toBeGreaterThan(0);
+      // The foreground fails open as it would without pre-compaction (the same summariser hangs for it too).
+      expect((s.fail_open as Json).summarise).toBeGreaterThan(0);
+    } finally {
+      await stack.close();
+    }
+  }, 60_000);
+
+  it('drops a pre-computed summary when the history changes under it', async () => {
+    const stack = await startStack({ stub: { window: WINDOW }, env: ON });
+    try {
+      // The client rewrites its first user message on turn 9: the summaries made before no longer match.
+      await converse(stack.baseURL, stack.guardian.url, 16, (history, turn) => {
+        if (turn === 9) history[1] = { role: 'user', content: `Edited: ${userTurn(1)}` };
+      });
+      const before9 = forwarded(stack.stub).slice(0, 8).map(summaryBlock);
+      const after = forwarded(stack.stub).slice(8);
+      for (const block of after.map(summaryBlock).filter((b): b is string => b !== undefined))
+        for (const old of before9.filter((b): b is string => b !== undefined)) expect(block).not.toBe(old);
+      const s = await stats(stack.guardian.url);
+      expect(s.precompact.done).toBeGreaterThan(s.precompact.used);
+    } finally {
+      await stack.close();
+    }
+  }, 60_000);
+});
+
+describe('pre-compaction across two replicas sharing Redis', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  }, 60_000);
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it('makes one background call per stretch when both replicas see every turn', async () => {
+    const env = { ...ON, GUARDIAN_REDIS_URL: redis.url, GUARDIAN_REDIS_PREFIX: `pre-${Date.now()}:` };
+    const a = await startStack({ stub: { window: WINDOW, summaryDelayMs: 150 }, env });
+    const b = await startStack({ stub: { window: WINDOW, summaryDelayMs: 150 }, env });
+    try {
+      const client = (s: Stack) => new OpenAI({ baseURL: s.baseURL, apiKey: 'sk-test', maxRetries: 0 });
+      const history: ChatCompletionMessageParam[] = [
+        { role: 'system', content: 'You are a careful engineer.' },
+      ];
+      for (let turn = 1; turn <= 20; turn++) {
+        history.push({ role: 'user', content: userTurn(turn) });
+        // The same turn reaches both replicas at once (a client retried through a Service, or two tabs).
+        const [ra] = await Promise.all(
+          [a, b].map((s) => client(s).chat.completions.create({ model: 'stub-model', messages: history })),
+        );
+        history.push({ role: 'assistant', content: ra?.choices[0]?.message.content ?? '' });
+        await Promise.all([idle(a.guardian.url), idle(b.guardian.url)]);
+      }
+      const calls = [...summaryCalls(a.stub), ...summaryCalls(b.stub)];
+      const [sa, sb] = [await stats(a.guardian.url), await stats(b.guardian.url)];
+      // Every call was a background one, and no stretch was summarised twice: each call's transcript starts at a
+      // message no other call's does.
+      expect(calls.length).toBeGreaterThan(2);
+      expect(sa.precompact.done + sb.precompact.done).toBe(calls.length);
+      const firstLine = (c: (typeof calls)[number]) =>
+        /\[(\d+)\] (user|assistant):/.exec(c.body.toString('utf8'))?.[1];
+      expect(new Set(calls.map(firstLine)).size).toBe(calls.length);
+      // Both replicas took the shared summaries: all but the last, made for a turn that never came.
+      expect(sa.precompact.used + sb.precompact.used).toBeGreaterThanOrEqual(calls.length - 1);
+      expect(sa.summary_waits + sb.summary_waits).toBe(0);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }, 120_000);
+});
