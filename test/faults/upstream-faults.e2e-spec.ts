@@ -83,8 +83,9 @@ describe('faults in the upstream and the summariser', () => {
       stub: { window: 4096 },
       env: {
         GUARDIAN_RESERVE_OUTPUT: '512',
-        // Short, so that a hung upstream or summariser is seen in seconds (the default is 600).
+        // Short, so that a hung upstream or summariser is seen in seconds (the defaults are 600 s and 60 s).
         GUARDIAN_UPSTREAM_TIMEOUT: '1',
+        GUARDIAN_SUMMARY_TIMEOUT_MS: '700',
         GUARDIAN_UPSTREAM_CONNECT_TIMEOUT: '1',
       },
     });
