@@ -116,8 +116,10 @@ export class InMemoryMemoStore extends MemoStore {
         if (waiters.size === 0 && this.waiters.get(key) === waiters) this.waiters.delete(key);
         resolve();
       };
-      // Wake at the timeout, or when the holder's lock expires without a put or a release.
-      const timer = setTimeout(done, Math.max(0, Math.min(timeoutMs, held.expiresAt - this.now())));
+      // Wake at the timeout, or when the holder's lock expires without a put or a release. One ms past the expiry:
+      // a timer may fire a little before Date.now() reaches its deadline (libuv caches the loop time), and a waiter
+      // woken then still finds the lock held (seen as a flaky `npm test` under load).
+      const timer = setTimeout(done, Math.max(0, Math.min(timeoutMs, held.expiresAt - this.now() + 1)));
       waiters.add(done);
     });
     return this.get(session, prefixHash);
