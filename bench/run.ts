@@ -7,12 +7,20 @@ import * as compaction from './compaction';
 import * as memo from './memo-bench';
 import * as overhead from './overhead';
 import * as precompact from './precompact';
+import * as prefixCache from './prefix-cache';
 
 interface Bench {
   run(): Promise<void>;
 }
 
-const BENCHES: Record<string, Bench> = { overhead, compaction, archive, memo, precompact };
+const BENCHES: Record<string, Bench> = {
+  overhead,
+  compaction,
+  archive,
+  memo,
+  precompact,
+  'prefix-cache': prefixCache,
+};
 
 async function main(): Promise<void> {
   // Names are the bare words; a word right after a `--flag` is that flag's value (`--gap-ms 300`).

@@ -28,6 +28,8 @@ export interface MemoEntry {
   spanTotal?: number;
   /** Summarised in the background ahead of need (issue 14), and not yet reused by a client request. */
   precomputed?: boolean;
+  /** The summary is a checkpoint written without a model: the summariser failed for this stretch (issue 20). */
+  checkpoint?: boolean;
   /** Estimated tokens of `summary` (so a reuse needs no recount). */
   summaryTokens: number;
   /** ISO-8601 UTC. */

@@ -85,6 +85,8 @@ const NAMES = {
   sessionHeaderIgnored: 'guardian_session_header_ignored_total',
   recallToolCalls: 'guardian_recall_tool_calls_total',
   precompact: 'guardian_precompact_total',
+  summariserCircuitOpened: 'guardian_summariser_circuit_opened_total',
+  summariserCircuitsOpen: 'guardian_summariser_circuits_open',
   // Not `summary_...`: promtool's linter refuses metric names that contain a metric type.
   summaryWait: 'guardian_summariser_wait_seconds',
   buildInfo: 'guardian_build_info',
@@ -234,6 +236,16 @@ export class GuardianMetrics {
     NAMES.precompact,
     'Background pre-compactions, by outcome (used: a client request reused a pre-computed summary).',
     ['outcome'],
+  );
+  readonly summariserCircuitOpened = this.counter(
+    NAMES.summariserCircuitOpened,
+    'Times the summariser circuit breaker opened for a model after summaries kept failing.',
+    [],
+  );
+  readonly summariserCircuitsOpen = this.gauge(
+    NAMES.summariserCircuitsOpen,
+    'Models whose summariser breaker is open (checkpoints stand in), as of its last change.',
+    [],
   );
   readonly summaryWait = this.histogram(
     NAMES.summaryWait,
