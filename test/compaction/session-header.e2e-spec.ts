@@ -34,7 +34,9 @@ function post(stack: Stack, session: string | string[] | undefined, text = 'hell
       });
     });
     req.on('error', reject);
-    req.end(body);
+    // A Buffer, not a string: node:http writes a string body in one piece with the headers, in the body's UTF-8,
+    // which would encode the header's bytes a second time.
+    req.end(Buffer.from(body, 'utf8'));
   });
 }
 

@@ -10,6 +10,7 @@ export {
   RECOVERY_OUTCOMES,
   REQUEST_OUTCOMES,
   ROUTES,
+  SESSION_HEADER_IGNORED_REASONS,
   SUMMARISER_OUTCOMES,
 } from './metrics';
 export type {

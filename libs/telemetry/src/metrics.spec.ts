@@ -12,6 +12,7 @@ import {
   SUMMARISER_OUTCOMES,
   RECOVERY_OUTCOMES,
   ARCHIVE_FAILURE_REASONS,
+  SESSION_HEADER_IGNORED_REASONS,
 } from './metrics';
 
 // Label names a metric may carry, each with the closed set of values it may take. `tool` and `version`
@@ -19,7 +20,7 @@ import {
 const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   route: ROUTES,
   outcome: [...REQUEST_OUTCOMES, ...SUMMARISER_OUTCOMES, ...RECOVERY_OUTCOMES],
-  reason: [...COMPACTION_REASONS, ...ARCHIVE_FAILURE_REASONS],
+  reason: [...COMPACTION_REASONS, ...ARCHIVE_FAILURE_REASONS, ...SESSION_HEADER_IGNORED_REASONS],
   stage: FAIL_OPEN_STAGES,
   store: MEMO_STORES,
   result: MEMO_RESULTS,

@@ -40,6 +40,8 @@ export const MEMO_RESULTS = ['hit', 'miss'] as const;
 export const MEMO_OPS = ['get', 'set', 'lock', 'unlock', 'delete'] as const;
 export const ARCHIVE_FAILURE_REASONS = ['no_space', 'read_only', 'permission', 'other'] as const;
 export const RECOVERY_OUTCOMES = ['ok', 'failed'] as const;
+/** Why an X-Guardian-Session header was ignored: nothing in it, two different values, over 256 bytes. */
+export const SESSION_HEADER_IGNORED_REASONS = ['empty', 'repeated', 'too_long'] as const;
 
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
@@ -214,8 +216,8 @@ export class GuardianMetrics {
   );
   readonly sessionHeaderIgnored = this.counter(
     NAMES.sessionHeaderIgnored,
-    'X-Guardian-Session values ignored for being over 256 bytes (CONTRACTS §1).',
-    [],
+    'X-Guardian-Session headers ignored (the derived key was used), by reason (CONTRACTS §1, docs/sessions.md).',
+    ['reason'],
   );
   readonly recallToolCalls = this.counter(NAMES.recallToolCalls, 'Recall tool calls, by tool name.', [
     'tool',
@@ -257,6 +259,7 @@ export class GuardianMetrics {
     for (const op of MEMO_OPS) this.memoErrors.inc({ op }, 0);
     for (const reason of ARCHIVE_FAILURE_REASONS) this.archiveWriteFailures.inc({ reason }, 0);
     for (const outcome of SUMMARISER_OUTCOMES) this.summariserDuration.zero({ outcome });
+    for (const reason of SESSION_HEADER_IGNORED_REASONS) this.sessionHeaderIgnored.inc({ reason }, 0);
   }
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
