@@ -15,7 +15,7 @@ export interface PrepareInput {
   headers: IncomingHttpHeaders;
   body: Buffer;
   /** X-Guardian-Session as read once at the edge (it also decides a GUARDIAN_SESSION_HEADER_REQUIRED refusal). */
-  sessionHeader?: SessionHeader;
+  sessionHeader: SessionHeader;
   signal: AbortSignal;
   reqId: string;
 }

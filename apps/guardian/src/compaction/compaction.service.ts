@@ -16,7 +16,7 @@ import { isObject, str, type FormatAdapter } from './formats/format-adapter';
 import { responsesAdapter } from './formats/responses.adapter';
 import { RequestMeasure } from './request-measure';
 import { genAiSystem } from './summariser';
-import { readSessionHeader, resolveSession } from './session';
+import { resolveSession } from './session';
 import { pickAuth } from './window.service';
 
 const ADAPTERS: Record<string, FormatAdapter> = {
@@ -75,14 +75,7 @@ export class CompactionService {
     }
 
     const firstSystem = topLevelSystemText(conv.json.system) || str(conv.json.instructions);
-    const raw = input.headers['x-guardian-session'];
-    const lines = raw === undefined ? undefined : Array.isArray(raw) ? raw : [raw];
-    const session = resolveSession(
-      input.sessionHeader ?? readSessionHeader(lines),
-      conv.model,
-      conv.messages,
-      firstSystem,
-    );
+    const session = resolveSession(input.sessionHeader, conv.model, conv.messages, firstSystem);
     if (session.ignored) this.obs.metrics.sessionHeaderIgnored.inc({ reason: session.ignored.reason });
     const dryHeader = input.headers['x-guardian-dry-run'];
     const dryRun = this.config.env.GUARDIAN_DRY_RUN || dryHeader === '1' || dryHeader === 'true';
