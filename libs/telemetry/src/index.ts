@@ -12,6 +12,7 @@ export {
   ROUTES,
   SESSION_HEADER_IGNORED_REASONS,
   SUMMARISER_OUTCOMES,
+  USAGE_SIDE_KINDS,
 } from './metrics';
 export type {
   ArchiveFailureReason,

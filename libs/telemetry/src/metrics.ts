@@ -42,6 +42,8 @@ export const ARCHIVE_FAILURE_REASONS = ['no_space', 'read_only', 'permission', '
 export const RECOVERY_OUTCOMES = ['ok', 'failed'] as const;
 /** Why an X-Guardian-Session header was ignored: nothing in it, two different values, over 256 bytes. */
 export const SESSION_HEADER_IGNORED_REASONS = ['empty', 'repeated', 'too_long'] as const;
+/** Requests kept out of a session's usage (ADR 0009): token-count probes and helper requests. */
+export const USAGE_SIDE_KINDS = ['probe', 'helper'] as const;
 
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
@@ -78,6 +80,7 @@ const NAMES = {
   summaryRetries: 'guardian_summariser_retries_total',
   overflowRecoveries: 'guardian_overflow_recoveries_total',
   sessionHeaderIgnored: 'guardian_session_header_ignored_total',
+  usageSideRequests: 'guardian_usage_side_requests_total',
   recallToolCalls: 'guardian_recall_tool_calls_total',
   buildInfo: 'guardian_build_info',
 } as const;
@@ -219,6 +222,11 @@ export class GuardianMetrics {
     'X-Guardian-Session headers ignored (the derived key was used), by reason (CONTRACTS §1, docs/sessions.md).',
     ['reason'],
   );
+  readonly usageSideRequests = this.counter(
+    NAMES.usageSideRequests,
+    "Answered requests that left their session's usage as it was (ADR 0009), by kind.",
+    ['kind'],
+  );
   readonly recallToolCalls = this.counter(NAMES.recallToolCalls, 'Recall tool calls, by tool name.', [
     'tool',
   ]);
@@ -260,6 +268,7 @@ export class GuardianMetrics {
     for (const reason of ARCHIVE_FAILURE_REASONS) this.archiveWriteFailures.inc({ reason }, 0);
     for (const outcome of SUMMARISER_OUTCOMES) this.summariserDuration.zero({ outcome });
     for (const reason of SESSION_HEADER_IGNORED_REASONS) this.sessionHeaderIgnored.inc({ reason }, 0);
+    for (const kind of USAGE_SIDE_KINDS) this.usageSideRequests.inc({ kind }, 0);
   }
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
