@@ -138,6 +138,30 @@ describe('X-Guardian-Session values with GUARDIAN_SESSION_HEADER_REQUIRED=1', ()
     expect(stack.stub.requests.filter((r) => r.route === 'chat')).toHaveLength(0);
   });
 
+  // docs/sessions.md: only the three compacted routes need the header; Claude Code's HEAD / probe never carries it.
+  it.each([
+    ['HEAD', '/', undefined],
+    ['GET', '/v1/models', undefined],
+    [
+      'POST',
+      '/v1/messages/count_tokens',
+      { model: 'stub-model', messages: [{ role: 'user', content: 'hi' }] },
+    ],
+    ['POST', '/tokenize', { model: 'stub-model', prompt: 'hi' }],
+  ])('forwards %s %s without the header', async (method, path, body) => {
+    const before = stack.stub.requests.length;
+    const res = await fetch(`${stack.guardian.url}${path}`, {
+      method,
+      headers: body ? { 'content-type': 'application/json' } : {},
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    await res.arrayBuffer();
+    expect(res.status).toBe(200);
+    expect(stack.stub.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual([
+      `${method} ${path}`,
+    ]);
+  });
+
   it('serves a UTF-8 value', async () => {
     expect((await post(stack, utf8('josé'))).status).toBe(200);
   });
