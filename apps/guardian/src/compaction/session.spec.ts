@@ -40,6 +40,7 @@ describe('readSessionHeader', () => {
         'X-Guardian-Session ignored: sent 2 times with different values; the derived session key is used',
     });
     expect(readSessionHeader(['carol', ' carol'])).toEqual({ kind: 'value', value: 'carol' });
+    expect(readSessionHeader([wire('josé'), 'jos\u00e9'])).toEqual({ kind: 'value', value: 'josé' });
     expect(readSessionHeader(['', 'carol'])).toEqual({ kind: 'value', value: 'carol' });
     // One line that holds a comma is one value.
     expect(readSessionHeader(['dave, erin'])).toEqual({ kind: 'value', value: 'dave, erin' });

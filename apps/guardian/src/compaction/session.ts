@@ -34,16 +34,19 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
  */
 export function readSessionHeader(lines: readonly string[] | undefined): SessionHeader {
   if (lines === undefined || lines.length === 0) return { kind: 'absent' };
-  const values = new Set(lines.map((line) => line.trim()).filter((line) => line !== ''));
-  if (values.size === 0) return ignored('empty', 'empty');
-  if (values.size > 1) {
-    return ignored('repeated', `sent ${lines.length} times with different values`);
+  const sent = new Map<string, number>();
+  for (const line of lines) {
+    const wire = line.trim();
+    if (wire === '') continue;
+    const bytes = Buffer.from(wire, 'latin1');
+    // Keyed by the decoded value: one name sent twice is one name, whichever way each line spelled it.
+    sent.set(decodeUtf8(bytes) ?? wire, bytes.length);
   }
-  const [wire = ''] = values;
-  const bytes = Buffer.from(wire, 'latin1');
-  if (bytes.length > MAX_SESSION_HEADER_BYTES)
-    return ignored('too_long', `over ${MAX_SESSION_HEADER_BYTES} bytes`);
-  return { kind: 'value', value: decodeUtf8(bytes) ?? wire };
+  if (sent.size === 0) return ignored('empty', 'empty');
+  if (sent.size > 1) return ignored('repeated', `sent ${lines.length} times with different values`);
+  const [[value, bytes] = ['', 0]] = sent;
+  if (bytes > MAX_SESSION_HEADER_BYTES) return ignored('too_long', `over ${MAX_SESSION_HEADER_BYTES} bytes`);
+  return { kind: 'value', value };
 }
 
 function ignored(reason: IgnoredReason, detail: string): SessionHeader {
