@@ -29,6 +29,7 @@ const usageRecordSchema = z.object({
   model: z.string(),
   last_compaction_at: z.string().nullable(),
   at: z.string(),
+  tools: z.number().int().nonnegative().optional(),
 });
 
 // A field added to MemoEntry or UsageRecord but not to its schema would be silently dropped on the way

@@ -36,7 +36,7 @@ export interface MemoEntry {
   createdAt: string;
 }
 
-/** The latest request of a session, as `/guardian/usage` reports it. */
+/** The request a session's usage follows (ADR 0010), as `/guardian/usage` reports it. */
 export interface UsageRecord {
   session: string;
   window: number;
@@ -47,6 +47,8 @@ export interface UsageRecord {
   last_compaction_at: string | null;
   /** ISO-8601 UTC of the request. */
   at: string;
+  /** Tools that request offered; a later request with fewer is a helper (ADR 0010). Absent in older records. */
+  tools?: number;
 }
 
 /** A held lock on one (session, prefix) stretch; release it when the summary is stored or abandoned. */
