@@ -1,4 +1,4 @@
-// `npm run bench [-- overhead|compaction|archive|memo|precompact|soak ...]`: runs the named benchmarks, or all but soak, one after
+// `npm run bench [-- overhead|compaction|archive|memo|precompact|prefix-cache|soak ...]`: the named benchmarks, or all but soak, one after
 // the other (never at once: each one measures a machine it must have to itself). Each writes bench/results/<name>.txt.
 import { performance } from 'node:perf_hooks';
 
@@ -7,13 +7,22 @@ import * as compaction from './compaction';
 import * as memo from './memo-bench';
 import * as overhead from './overhead';
 import * as precompact from './precompact';
+import * as prefixCache from './prefix-cache';
 import * as soak from './soak';
 
 interface Bench {
   run(): Promise<void>;
 }
 
-const BENCHES: Record<string, Bench> = { overhead, compaction, archive, memo, precompact, soak };
+const BENCHES: Record<string, Bench> = {
+  overhead,
+  compaction,
+  archive,
+  memo,
+  precompact,
+  'prefix-cache': prefixCache,
+  soak,
+};
 
 async function main(): Promise<void> {
   // Names are the bare words; a word right after a `--flag` is that flag's value (`--gap-ms 300`).

@@ -1,3 +1,4 @@
+import { countPrompt } from '@guardian/stub-backend';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 
@@ -55,16 +56,19 @@ describe('overflow recovery when the summariser fails', () => {
     expect(stats).toMatchObject({ summary_checkpoints: 1, overflow_recovered: 1 });
   });
 
-  it('still fails open outside recovery: an over-budget request whose summary fails goes upstream unchanged', async () => {
+  it('fails open outside recovery when the request fits the window, and remembers the checkpoint for later turns', async () => {
+    const messages = history();
+    const tokens = countPrompt({ messages }, 'chat');
     stack = await startStack({
       stub: { flavor: 'vllm', window: 65536 },
       env: {
-        GUARDIAN_NUM_CTX: '4096',
-        GUARDIAN_RESERVE_OUTPUT: '1024',
+        // Over the budget (0.7 of the request) but inside the window (1.2 of it): the upstream may take it as sent.
+        GUARDIAN_NUM_CTX: String(Math.ceil(tokens * 1.2)),
+        GUARDIAN_RESERVE_OUTPUT: String(Math.ceil(tokens * 0.5)),
         GUARDIAN_MIN_SUMMARY_CHARS: '100000',
       },
     });
-    const body = JSON.stringify({ model: 'stub-model', messages: history() });
+    const body = JSON.stringify({ model: 'stub-model', messages });
     const res = await fetch(`${stack.baseURL}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -73,7 +77,20 @@ describe('overflow recovery when the summariser fails', () => {
     expect(res.status).toBe(200);
     expect(forwarded(stack.stub).at(-1)!.body.toString('utf8')).toBe(body);
     const stats = (await getJson(`${stack.guardian.url}/guardian/stats`)).body;
-    expect(stats).toMatchObject({ summary_checkpoints: 0 });
     expect((stats.fail_open as Record<string, number>).summarise).toBe(1);
+    // The next turn does not ask the failing model again: the memoized checkpoint stands in (issue 20).
+    const calls = summaryCalls(stack.stub).length;
+    const next = [...messages, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'And now?' }];
+    const second = await fetch(`${stack.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'stub-model', messages: next }),
+    });
+    expect(second.status).toBe(200);
+    await second.arrayBuffer();
+    expect(summaryCalls(stack.stub)).toHaveLength(calls);
+    expect(JSON.stringify(forwarded(stack.stub).at(-1)!.json)).toContain(
+      'Checkpoint (no model-written summary was available)',
+    );
   });
 });

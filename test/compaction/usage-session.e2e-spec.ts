@@ -87,7 +87,7 @@ describe('the X-Guardian-Session header', () => {
       // Three requests, two sessions: the ignored header fell back to the same derived key as no header at all.
       expect(await sessions()).toHaveLength(2);
       const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
-      expect(metrics).toMatch(/^guardian_session_header_ignored_total 1$/m);
+      expect(metrics).toMatch(/^guardian_session_header_ignored_total\{reason="too_long"\} 1$/m);
       expect(stack.stub.requests.every((r) => r.headers['x-guardian-session'] === undefined)).toBe(true);
     } finally {
       await stack.close();

@@ -26,7 +26,12 @@ async function post(url: string, body: unknown): Promise<{ status: number; json:
 
 describe('/v1/messages: fail-open and big-paste spill', () => {
   it('forwards the client bytes unchanged when the summariser fails, and counts it', async () => {
-    const stack = await startStack({ stub: { flavor: 'anthropic', window: 32768 }, env: ENV });
+    // Over the budget (8,192) but inside the window (16,384): the upstream may well take it, so it goes as sent.
+    // (A request over the window itself gets a checkpoint instead: issue 20, ADR 0007.)
+    const stack = await startStack({
+      stub: { flavor: 'anthropic', window: 32768 },
+      env: { GUARDIAN_NUM_CTX: '16384', GUARDIAN_RESERVE_OUTPUT: '8192' },
+    });
     try {
       const messages: unknown[] = [];
       for (let t = 1; t <= 12; t++) {

@@ -1,6 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-
+import { fillSkeleton, loadRecordings, type Json } from '../support/recordings';
 import { startStack, type Stack } from '../support/stack';
 
 /**
@@ -9,58 +7,7 @@ import { startStack, type Stack } from '../support/stack';
  * fixtures come from recordings of the real clients, named with the client version). The shaped fixtures in
  * test/formats/fixtures stay for what these two-turn recordings do not hold: tool pairs, thinking blocks, long sessions.
  */
-type Json = Record<string, unknown>;
-interface RecordedRequest {
-  method: string;
-  route: string;
-  query: string[];
-  body_skeleton?: unknown;
-}
-interface Recording {
-  client: string;
-  version: string;
-  guardian_window: number;
-  requests: RecordedRequest[];
-}
-
-const DIR = join(__dirname, '..', 'works-with', 'recordings');
-const recordings: Recording[] = readdirSync(DIR)
-  .filter((f) => f.endsWith('.json'))
-  .sort()
-  .map((f) => JSON.parse(readFileSync(join(DIR, f), 'utf8')) as Recording);
-
-const WORDS = [
-  'ledger',
-  'export',
-  'retry',
-  'queue',
-  'schema',
-  'tenant',
-  'invoice',
-  'cursor',
-  'build',
-  'error',
-];
-function filler(n: number, seed: number): string {
-  let out = '';
-  for (let i = 0; out.length < n; i++)
-    out += `${WORDS[(i * 7 + seed) % WORDS.length]}${i % 12 === 11 ? '\n' : ' '}`;
-  return out.slice(0, n);
-}
-
-/** The skeleton with every `<text:N>` filled in and the model named. */
-function rebuild(skeleton: unknown, seed = { n: 0 }): unknown {
-  if (typeof skeleton === 'string') {
-    if (skeleton === '<model>') return 'stub-model';
-    const m = /^<text:(\d+)>$/.exec(skeleton);
-    return m ? filler(Number(m[1]), (seed.n += 1)) : skeleton;
-  }
-  if (Array.isArray(skeleton)) return skeleton.map((v) => rebuild(v, seed));
-  if (typeof skeleton === 'object' && skeleton !== null) {
-    return Object.fromEntries(Object.entries(skeleton).map(([k, v]) => [k, rebuild(v, seed)]));
-  }
-  return skeleton;
-}
+const recordings = loadRecordings();
 
 /** Tool results whose call is not earlier in the same list, in any of the three formats. */
 function orphanResults(items: unknown[]): string[] {
@@ -109,7 +56,7 @@ describe.each([
     '%s request #%i',
     async (_name, _i, c) => {
       stack.stub.reset();
-      const body = rebuild(c.req.body_skeleton) as Json;
+      const body = fillSkeleton(c.req.body_skeleton) as Json;
       const bytes = JSON.stringify(body);
       const query = c.req.query.length ? `?${c.req.query.map((q) => `${q}=true`).join('&')}` : '';
       const res = await fetch(`${stack.guardian.url}${c.req.route}${query}`, {

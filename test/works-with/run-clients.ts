@@ -13,6 +13,11 @@
  * happened, and the stub's answer reached the client's output. Each client's real request shapes (no text, no key
  * values) are written to test/works-with/recordings/<client>-<version>.json.
  *
+ * Header mode (issue 21, `--headers`): every setting docs/sessions.md shows, read from the page itself, run with its
+ * real client (or SDK) behind the logging tap; a chat/messages/responses/count_tokens request without the header, or
+ * with another value, fails the row, and `/guardian/usage` must show the main request. Controls (settings the page
+ * warns against) must be caught. Then two developers through one sidecar with two clients.
+ *
  * Long mode (issue 11): each client runs `--turns` turns (default 10), each continuing the conversation and pasting
  * ~17 KB of a different log or source file, the first also planting "Remember this: the deploy key is ZEBRA-7431."
  * The sidecar and the stub share one hard window, small enough that the session sent direct is refused by turn 5.
@@ -29,6 +34,8 @@ import { CLIENTS, type ClientSpec } from './clients';
 import { installClient, installedVersion } from './support/install';
 import { LONG_HEADER, longTableRow, runLongClient, type LongRow } from './support/long-run';
 import { reexecInLoopbackNetns } from './support/netns';
+import { headerMode } from './support/header-mode';
+import { installPythonSdks } from './support/header-sdk';
 import { CACHE_DIR } from './support/paths';
 import { LongRecordingBuilder, writeShortRecording } from './support/recording';
 import { check, printRows, requestShape, today, type Row } from './support/report';
@@ -50,6 +57,7 @@ const CLIENTS_DIR = arg('--clients-dir') ?? process.env.CG_CLIENTS_DIR ?? join(C
 const ONLY = arg('--only');
 const KEEP = process.argv.includes('--keep');
 const LONG = process.argv.includes('--long');
+const HEADERS = process.argv.includes('--headers');
 const TURN_TIMEOUT_MS = Number(process.env.CG_TURN_TIMEOUT_MS ?? 240000);
 /** Short mode: guardian's window, small enough that every client's first request is over budget. */
 const WINDOW = 8192;
@@ -233,13 +241,17 @@ async function main(): Promise<void> {
   if (process.argv.includes('--install')) {
     // Before the network namespace: npm needs the registry. Installs and stops; run again without --install.
     for (const spec of selected()) process.stdout.write(`${installClient(CLIENTS_DIR, spec)}\n`);
+    if (!ONLY) process.stdout.write(`${installPythonSdks()}\n`);
     return;
   }
   const isolation = reexecInLoopbackNetns();
   const work = mkdtempSync(join(tmpdir(), 'cg-works-with-clients-'));
   let ok = false;
   try {
-    ok = LONG ? await longMode(work, isolation.why) : await shortMode(work, isolation.why);
+    if (HEADERS) {
+      const opts = { clientsDir: CLIENTS_DIR, work, turnTimeoutMs: TURN_TIMEOUT_MS };
+      ok = await headerMode({ ...opts, only: ONLY, isolation: isolation.why });
+    } else ok = LONG ? await longMode(work, isolation.why) : await shortMode(work, isolation.why);
   } finally {
     if (KEEP) process.stdout.write(`# work folder kept: ${work}\n`);
     else rmSync(work, { recursive: true, force: true });

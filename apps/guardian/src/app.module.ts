@@ -20,6 +20,7 @@ import { SpanRecorder } from './compaction/span-recorder';
 import { StretchArchiver } from './compaction/stretch-archiver';
 import { StretchService } from './compaction/stretch-service';
 import { Summariser } from './compaction/summariser';
+import { SummaryBreaker } from './compaction/summary-breaker';
 import { WindowService } from './compaction/window.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
@@ -138,6 +139,7 @@ export class AppModule {
         StretchArchiver,
         StretchService,
         Summariser,
+        SummaryBreaker,
         WindowService,
       ],
     };

@@ -15,6 +15,7 @@ const memoEntrySchema = z.object({
   spans: z.array(z.string()),
   spanTotal: z.number().int().nonnegative().optional(),
   precomputed: z.boolean().optional(),
+  checkpoint: z.boolean().optional(),
   summaryTokens: z.number().nonnegative(),
   createdAt: z.string(),
 });
@@ -28,6 +29,7 @@ const usageRecordSchema = z.object({
   model: z.string(),
   last_compaction_at: z.string().nullable(),
   at: z.string(),
+  tools: z.number().int().nonnegative().optional(),
 });
 
 // A field added to MemoEntry or UsageRecord but not to its schema would be silently dropped on the way
@@ -61,6 +63,7 @@ export function decodeEntry(raw: string): MemoEntry {
   if (entry.pendingFrom === undefined) delete entry.pendingFrom;
   if (entry.spanTotal === undefined) delete entry.spanTotal;
   if (entry.precomputed === undefined) delete entry.precomputed;
+  if (entry.checkpoint === undefined) delete entry.checkpoint;
   return entry;
 }
 

@@ -28,13 +28,15 @@ export interface MemoEntry {
   spanTotal?: number;
   /** Summarised in the background ahead of need (issue 14), and not yet reused by a client request. */
   precomputed?: boolean;
+  /** The summary is a checkpoint written without a model: the summariser failed for this stretch (issue 20). */
+  checkpoint?: boolean;
   /** Estimated tokens of `summary` (so a reuse needs no recount). */
   summaryTokens: number;
   /** ISO-8601 UTC. */
   createdAt: string;
 }
 
-/** The latest request of a session, as `/guardian/usage` reports it. */
+/** The request a session's usage follows (ADR 0010), as `/guardian/usage` reports it. */
 export interface UsageRecord {
   session: string;
   window: number;
@@ -45,6 +47,8 @@ export interface UsageRecord {
   last_compaction_at: string | null;
   /** ISO-8601 UTC of the request. */
   at: string;
+  /** Tools that request offered; a later request with fewer is a helper (ADR 0010). Absent in older records. */
+  tools?: number;
 }
 
 /** A held lock on one (session, prefix) stretch; release it when the summary is stored or abandoned. */

@@ -31,6 +31,8 @@ function usage(session: string, at: string): UsageRecord {
     model: 'qwen',
     last_compaction_at: null,
     at,
+    // Another replica decides whether a request is a helper from this count (ADR 0010): it must survive Redis.
+    tools: 11,
   };
 }
 

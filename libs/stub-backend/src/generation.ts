@@ -22,6 +22,8 @@ export interface GenerationContext {
   /** The flavor of a pending `overflowNext`, consumed. */
   takeForcedOverflow(): StubFlavor | undefined;
   reply?: (req: RecordedRequest) => StubReply | undefined;
+  /** Answer summary requests with a few characters, as a small model that cannot summarise does. */
+  shortSummaries: boolean;
 }
 
 type Obj = Record<string, unknown>;
@@ -79,7 +81,7 @@ export function answerGeneration(
   }
 
   const reply: StubReply = record.isSummary
-    ? { text: summaryText(prompt) }
+    ? { text: ctx.shortSummaries ? 'Ok.' : summaryText(prompt) }
     : (ctx.reply?.(record) ?? { text: `ok: ${prompt.clientMessages} messages received` });
   const streamOptions = isObj(body.stream_options) ? body.stream_options : {};
   const plan: ReplyPlan = {

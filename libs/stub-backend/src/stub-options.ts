@@ -29,6 +29,7 @@ const optionsSchema = z.object({
   countTokensEndpoint: z.boolean().default(true),
   latencyMs: z.number().int().min(0).default(0),
   summaryDelayMs: z.number().int().min(0).default(0),
+  shortSummaries: z.boolean().default(false),
   maxRecorded: z.number().int().min(0).default(10_000),
 });
 
@@ -45,6 +46,7 @@ export interface ResolvedOptions {
   countTokensEndpoint: boolean;
   latencyMs: number;
   summaryDelayMs: number;
+  shortSummaries: boolean;
   maxRecorded: number;
   reply?: (req: RecordedRequest) => StubReply | undefined;
 }

@@ -207,6 +207,7 @@ class StubServer implements StubBackend {
     return {
       window: this.options.window,
       flavor: this.options.flavor,
+      shortSummaries: this.options.shortSummaries,
       model: this.options.model,
       reply: this.options.reply,
       nextSeq: () => ++this.seq,

@@ -33,6 +33,8 @@ export interface StubOptions {
   latencyMs?: number;
   /** Milliseconds added before answering a summary request (recognised by its marker); 0 by default. */
   summaryDelayMs?: number;
+  /** Answer every summary request with "Ok." (under GUARDIAN_MIN_SUMMARY_CHARS), as a model that cannot summarise. */
+  shortSummaries?: boolean;
   /** Keep at most this many records, dropping the oldest (benchmarks send millions). Default 10000. */
   maxRecorded?: number;
 }

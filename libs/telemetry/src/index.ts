@@ -11,7 +11,9 @@ export {
   RECOVERY_OUTCOMES,
   REQUEST_OUTCOMES,
   ROUTES,
+  SESSION_HEADER_IGNORED_REASONS,
   SUMMARISER_OUTCOMES,
+  USAGE_SIDE_KINDS,
 } from './metrics';
 export type {
   ArchiveFailureReason,

@@ -13,6 +13,8 @@ import {
   PRECOMPACT_OUTCOMES,
   RECOVERY_OUTCOMES,
   ARCHIVE_FAILURE_REASONS,
+  SESSION_HEADER_IGNORED_REASONS,
+  USAGE_SIDE_KINDS,
 } from './metrics';
 
 // Label names a metric may carry, each with the closed set of values it may take. `tool` and `version`
@@ -20,7 +22,8 @@ import {
 const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   route: ROUTES,
   outcome: [...REQUEST_OUTCOMES, ...SUMMARISER_OUTCOMES, ...RECOVERY_OUTCOMES, ...PRECOMPACT_OUTCOMES],
-  reason: [...COMPACTION_REASONS, ...ARCHIVE_FAILURE_REASONS],
+  reason: [...COMPACTION_REASONS, ...ARCHIVE_FAILURE_REASONS, ...SESSION_HEADER_IGNORED_REASONS],
+  kind: USAGE_SIDE_KINDS,
   stage: FAIL_OPEN_STAGES,
   store: MEMO_STORES,
   result: MEMO_RESULTS,

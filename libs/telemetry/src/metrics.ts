@@ -46,6 +46,10 @@ export const RECOVERY_OUTCOMES = ['ok', 'failed'] as const;
  * all), `failed` and `abandoned` (the session moved past it, or the process stopped) changed nothing for clients.
  */
 export const PRECOMPACT_OUTCOMES = ['done', 'used', 'not_needed', 'busy', 'failed', 'abandoned'] as const;
+/** Why an X-Guardian-Session header was ignored: nothing in it, two different values, over 256 bytes. */
+export const SESSION_HEADER_IGNORED_REASONS = ['empty', 'repeated', 'too_long'] as const;
+/** Requests kept out of a session's usage (ADR 0010): token-count probes and helper requests. */
+export const USAGE_SIDE_KINDS = ['probe', 'helper'] as const;
 
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
@@ -83,8 +87,11 @@ const NAMES = {
   summaryRetries: 'guardian_summariser_retries_total',
   overflowRecoveries: 'guardian_overflow_recoveries_total',
   sessionHeaderIgnored: 'guardian_session_header_ignored_total',
+  usageSideRequests: 'guardian_usage_side_requests_total',
   recallToolCalls: 'guardian_recall_tool_calls_total',
   precompact: 'guardian_precompact_total',
+  summariserCircuitOpened: 'guardian_summariser_circuit_opened_total',
+  summariserCircuitsOpen: 'guardian_summariser_circuits_open',
   // Not `summary_...`: promtool's linter refuses metric names that contain a metric type.
   summaryWait: 'guardian_summariser_wait_seconds',
   buildInfo: 'guardian_build_info',
@@ -224,8 +231,13 @@ export class GuardianMetrics {
   );
   readonly sessionHeaderIgnored = this.counter(
     NAMES.sessionHeaderIgnored,
-    'X-Guardian-Session values ignored for being over 256 bytes (CONTRACTS §1).',
-    [],
+    'X-Guardian-Session headers ignored (the derived key was used), by reason (CONTRACTS §1, docs/sessions.md).',
+    ['reason'],
+  );
+  readonly usageSideRequests = this.counter(
+    NAMES.usageSideRequests,
+    "Answered requests that left their session's usage as it was (ADR 0010), by kind.",
+    ['kind'],
   );
   readonly recallToolCalls = this.counter(NAMES.recallToolCalls, 'Recall tool calls, by tool name.', [
     'tool',
@@ -234,6 +246,16 @@ export class GuardianMetrics {
     NAMES.precompact,
     'Background pre-compactions, by outcome (used: a client request reused a pre-computed summary).',
     ['outcome'],
+  );
+  readonly summariserCircuitOpened = this.counter(
+    NAMES.summariserCircuitOpened,
+    'Times the summariser circuit breaker opened for a model after summaries kept failing.',
+    [],
+  );
+  readonly summariserCircuitsOpen = this.gauge(
+    NAMES.summariserCircuitsOpen,
+    'Models whose summariser breaker is open (checkpoints stand in), as of its last change.',
+    [],
   );
   readonly summaryWait = this.histogram(
     NAMES.summaryWait,
@@ -278,6 +300,8 @@ export class GuardianMetrics {
     for (const reason of ARCHIVE_FAILURE_REASONS) this.archiveWriteFailures.inc({ reason }, 0);
     for (const outcome of SUMMARISER_OUTCOMES) this.summariserDuration.zero({ outcome });
     for (const outcome of PRECOMPACT_OUTCOMES) this.precompact.inc({ outcome }, 0);
+    for (const reason of SESSION_HEADER_IGNORED_REASONS) this.sessionHeaderIgnored.inc({ reason }, 0);
+    for (const kind of USAGE_SIDE_KINDS) this.usageSideRequests.inc({ kind }, 0);
   }
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {

@@ -8,6 +8,8 @@ export interface TapRecord {
   headers: IncomingHttpHeaders;
   body: Buffer;
   status: number;
+  /** The `X-Guardian-Warning` the sidecar answered with, if any (an ignored session header, docs/sessions.md). */
+  warning?: string;
 }
 
 /**
@@ -44,6 +46,8 @@ export async function startTap(target: string): Promise<Tap> {
         { host: to.hostname, port: to.port, method: rec.method, path: rec.url, headers, agent: false },
         (upRes) => {
           rec.status = upRes.statusCode ?? 0;
+          const warning = upRes.headers['x-guardian-warning'];
+          if (typeof warning === 'string') rec.warning = warning;
           res.writeHead(rec.status, upRes.headers);
           upRes.pipe(res);
         },

@@ -9,6 +9,7 @@ import type { ObservedAnswer } from './formats/format-adapter';
 import { RequestCounter } from './request-counter';
 import { SessionTable } from './session-table';
 import { SpanRecorder } from './span-recorder';
+import { chooseUsage, usageCandidate } from './usage-selection';
 
 /** Tool names the recall MCP server offers; a model calling one is counted for the receipts. */
 const RECALL_TOOLS = new Set([
@@ -23,7 +24,8 @@ const RECALL_TOOLS = new Set([
 
 /**
  * What follows an answered request, behind it: the calibration sample, recall tool calls for the receipts, the
- * capture journal, the session's LRU slot and its `/guardian/usage` record. Nothing here can fail the request.
+ * capture journal, the session's LRU slot and its `/guardian/usage` record, which follows the session's main
+ * conversation and not its probes or helper requests (ADR 0010). Nothing here can fail the request.
  */
 @Injectable()
 export class AnswerBookkeeping {
@@ -50,6 +52,14 @@ export class AnswerBookkeeping {
     this.sessions.touch(ctx.session.hash, d.compactedAt);
     obs.metrics.activeSessions.set(this.sessions.size);
     const previous = await this.memo.getUsage(ctx.session.hash);
+    const candidate = usageCandidate(ctx.conv.json);
+    const now = new Date();
+    const choice = chooseUsage(previous, candidate, now.getTime());
+    if (!choice.follow) {
+      // A side request: the line keeps showing the conversation the developer is in, and the operator sees why.
+      obs.metrics.usageSideRequests.inc({ kind: choice.kind });
+      return;
+    }
     // The upstream's own prompt count of what was forwarded is exact; without one, guardian's count stands.
     const reported = observed.promptTokens;
     const used = reported ?? d.tokensAfter;
@@ -61,7 +71,8 @@ export class AnswerBookkeeping {
       count_source: reported !== undefined ? 'tokenize' : ctx.count.source,
       model,
       last_compaction_at: d.compactedAt ?? previous?.last_compaction_at ?? null,
-      at: new Date().toISOString(),
+      at: now.toISOString(),
+      tools: candidate.tools,
     });
   }
 }

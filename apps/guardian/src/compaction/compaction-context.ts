@@ -7,13 +7,15 @@ import type { OwnedRoute } from '../http/api-style';
 import type { WindowInfo } from '../state/guardian-state';
 import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
 import type { RequestCount } from './request-counter';
-import type { ResolvedSession } from './session';
+import type { ResolvedSession, SessionHeader } from './session';
 
 export interface PrepareInput {
   route: OwnedRoute;
   url: string;
   headers: IncomingHttpHeaders;
   body: Buffer;
+  /** X-Guardian-Session as read once at the edge (it also decides a GUARDIAN_SESSION_HEADER_REQUIRED refusal). */
+  sessionHeader: SessionHeader;
   signal: AbortSignal;
   reqId: string;
 }

@@ -80,8 +80,8 @@ export class CompactionService {
     }
 
     const firstSystem = topLevelSystemText(conv.json.system) || str(conv.json.instructions);
-    const session = resolveSession(input.headers, conv.model, conv.messages, firstSystem);
-    if (session.warning) this.obs.metrics.sessionHeaderIgnored.inc();
+    const session = resolveSession(input.sessionHeader, conv.model, conv.messages, firstSystem);
+    if (session.ignored) this.obs.metrics.sessionHeaderIgnored.inc({ reason: session.ignored.reason });
     const dryHeader = input.headers['x-guardian-dry-run'];
     const dryRun = this.config.env.GUARDIAN_DRY_RUN || dryHeader === '1' || dryHeader === 'true';
     const auth = pickAuth(requestHeadersForUpstream(input.headers));

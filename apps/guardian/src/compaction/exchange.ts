@@ -43,7 +43,8 @@ export class Exchange {
   ) {
     this.decision = req.decision;
     this.body = req.decision?.body ?? req.input.body;
-    if (req.ctx?.session.warning) this.responseHeaders['x-guardian-warning'] = req.ctx.session.warning;
+    const ignored = req.ctx?.session.ignored;
+    if (ignored) this.responseHeaders['x-guardian-warning'] = ignored.warning;
   }
 
   get outcome(): Decision['outcome'] | 'unparsed' {

@@ -106,6 +106,11 @@ export class Precompactor implements OnModuleDestroy {
     job.cut = cut;
     const made = await this.stretches.summarise(bg, hashes, planned.memo, from, cut, { precomputed: true });
     if (job.abort.signal.aborted) return 'abandoned';
+    // The model could not summarise it (or its breaker is open): a checkpoint stands in, memoized like a summary.
+    if (made.entry.checkpoint) {
+      this.obs.state.precompact.failed += 1;
+      return 'failed';
+    }
     // Another request or replica summarised this stretch meanwhile: nothing was made here.
     if (made.calls === 0) return 'not_needed';
     this.obs.state.precompact.done += 1;

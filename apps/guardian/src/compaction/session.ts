@@ -1,43 +1,96 @@
-import type { IncomingHttpHeaders } from 'node:http';
-
 import { sha256Hex, type NeutralMessage } from '@guardian/compaction';
 
-/** Header values longer than this are ignored and the derived key is used (CONTRACTS §1). */
+/** Header values longer than this (in bytes sent) are ignored and the derived key is used (CONTRACTS §1). */
 export const MAX_SESSION_HEADER_BYTES = 256;
 
+/** Why a sent header was not used; also the `reason` label of `guardian_session_header_ignored_total`. */
+export type IgnoredReason = 'empty' | 'repeated' | 'too_long';
+
+/** What a request's `X-Guardian-Session` header lines amount to (docs/sessions.md, "How the header is read"). */
+export type SessionHeader =
+  | { kind: 'absent' }
+  | { kind: 'value'; value: string }
+  | { kind: 'ignored'; reason: IgnoredReason; detail: string; warning: string };
+
 export interface ResolvedSession {
-  /** The raw key: the header value, or `derived:<hash>`. Shown only in the session's own usage. */
+  /** The raw key: the header value, or `derived:<hash>`. Never shown: `/guardian/usage?session=` looks it up. */
   key: string;
   /** sha256 hex of the key: used in paths, memo keys and logs. */
   hash: string;
   fromHeader: boolean;
   /** Set when a header was sent but ignored; answered as an X-Guardian-Warning. */
-  warning?: string;
+  ignored?: { reason: IgnoredReason; warning: string };
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Reads the header lines as Node delivers them (`headersDistinct`: one string per line, each byte one character,
+ * RFC 9110 §5.5). A value that is valid UTF-8 is read as UTF-8, which is what curl and the coding CLIs send; any
+ * other byte sequence stays as its bytes (Node's fetch sends `é` as the single byte 0xE9), so both spellings of
+ * `josé` name one session. The limit counts bytes on the wire. Whitespace-only is empty (OpenCode sends an empty
+ * value when `{env:USER}` is unset). Two lines with different values are ignored rather than guessed between:
+ * Node would otherwise join them into `dave, erin`, a session neither developer asked for.
+ */
+export function readSessionHeader(lines: readonly string[] | undefined): SessionHeader {
+  if (lines === undefined || lines.length === 0) return { kind: 'absent' };
+  const sent = new Map<string, number>();
+  for (const line of lines) {
+    const wire = line.trim();
+    if (wire === '') continue;
+    const bytes = Buffer.from(wire, 'latin1');
+    // Keyed by the decoded value: one name sent twice is one name, whichever way each line spelled it.
+    sent.set(decodeUtf8(bytes) ?? wire, bytes.length);
+  }
+  if (sent.size === 0) return ignored('empty', 'empty');
+  if (sent.size > 1) return ignored('repeated', `sent ${lines.length} times with different values`);
+  const [[value, bytes] = ['', 0]] = sent;
+  if (bytes > MAX_SESSION_HEADER_BYTES) return ignored('too_long', `over ${MAX_SESSION_HEADER_BYTES} bytes`);
+  return { kind: 'value', value };
+}
+
+function ignored(reason: IgnoredReason, detail: string): SessionHeader {
+  return {
+    kind: 'ignored',
+    reason,
+    detail,
+    warning: `X-Guardian-Session ignored: ${detail}; the derived session key is used`,
+  };
+}
+
+/** The message of the 400 that GUARDIAN_SESSION_HEADER_REQUIRED answers for a header that is not `value`. */
+export function sessionRequiredMessage(header: SessionHeader): string {
+  const base = `X-Guardian-Session (1-${MAX_SESSION_HEADER_BYTES} bytes) is required by GUARDIAN_SESSION_HEADER_REQUIRED`;
+  return header.kind === 'ignored' ? `${base}; the one sent was ignored: ${header.detail}` : base;
+}
+
+function decodeUtf8(bytes: Buffer): string | undefined {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    // Not UTF-8 (a client that sent latin1 bytes): the caller keeps the bytes as they came.
+    return undefined;
+  }
 }
 
 /**
- * The session (CONTRACTS §1): the `X-Guardian-Session` header when sent (and at most 256 bytes), else a hash of
- * model + first system message + first user message (the seed's rule). Raw values never reach a path or a label.
+ * The session (CONTRACTS §1): the `X-Guardian-Session` value when one was sent and used, else a hash of model + first
+ * system message + first user message (the seed's rule). Raw values never reach a path or a label.
  */
 export function resolveSession(
-  headers: IncomingHttpHeaders,
+  header: SessionHeader,
   model: string,
-  messages: readonly NeutralMessage[],
+  messages: readonly Pick<NeutralMessage, 'role' | 'text'>[],
   firstSystem: string,
 ): ResolvedSession {
-  const raw = headers['x-guardian-session'];
-  const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
-  let warning: string | undefined;
-  if (value) {
-    if (Buffer.byteLength(value) <= MAX_SESSION_HEADER_BYTES) {
-      return { key: value, hash: sessionHash(value), fromHeader: true };
-    }
-    warning = `X-Guardian-Session ignored: over ${MAX_SESSION_HEADER_BYTES} bytes; the derived session key is used`;
-  }
+  if (header.kind === 'value')
+    return { key: header.value, hash: sessionHash(header.value), fromHeader: true };
   const system = firstSystem || messages.find((m) => m.role === 'system')?.text || '';
   const user = messages.find((m) => m.role === 'user')?.text ?? '';
   const key = `derived:${sha256Hex(`${model}\n${system}\n${user}`).slice(0, 16)}`;
-  return { key, hash: sessionHash(key), fromHeader: false, warning };
+  const session: ResolvedSession = { key, hash: sessionHash(key), fromHeader: false };
+  if (header.kind === 'ignored') session.ignored = { reason: header.reason, warning: header.warning };
+  return session;
 }
 
 /** The stored form of a session key; `/guardian/usage?session=<key>` looks a session up by it. */

@@ -190,20 +190,29 @@ export class StretchService {
       }
       const { conv } = ctx;
       const evicted = evictedIndexes(conv.messages, from, cut);
-      const { result, checkpoint } = await this.summary(ctx, evicted, from > 0 ? memo?.summary : undefined);
+      const { result, failure } = await this.summary(ctx, evicted, from > 0 ? memo?.summary : undefined);
+      // A checkpoint goes out now only where the client's bytes cannot: the upstream refused them (overflow
+      // recovery), or they exceed the window itself. Otherwise this turn fails open as before, and the memoized
+      // checkpoint serves the next turns instead of asking the failing model again (issue 20, ADR 0007).
+      const forwardNow =
+        failure === undefined ||
+        precomputed ||
+        ctx.reason === 'overflow' ||
+        ctx.count.tokens > ctx.window.window;
       // Messages an earlier turn could not archive are written with this stretch (CONTRACTS §2.3, issue 12 defect 1).
       const archiveFrom = Math.min(pendingStart(memo) ?? from, from);
       // A summary made ahead of need archives nothing yet: its messages are still in every forwarded request. The
       // first request that reuses it writes the span (reuse, like a deferred stretch), so nothing is archived twice
       // and nothing that was never folded away is archived at all.
-      const archived = precomputed
-        ? { refs: [] as string[], span: undefined, written: undefined }
-        : await this.archiver.stretch(ctx, evictedIndexes(conv.messages, archiveFrom, cut), {
-            kind: archiveFrom > 0 && memo ? 'continuation' : 'compaction',
-            summary: result.summary,
-            continues: archiveFrom > 0 ? memo?.spans.at(-1) : undefined,
-            from: archiveFrom,
-          });
+      const archived =
+        precomputed || !forwardNow
+          ? { refs: [] as string[], span: undefined, written: undefined }
+          : await this.archiver.stretch(ctx, evictedIndexes(conv.messages, archiveFrom, cut), {
+              kind: archiveFrom > 0 && memo ? 'continuation' : 'compaction',
+              summary: result.summary,
+              continues: archiveFrom > 0 ? memo?.spans.at(-1) : undefined,
+              from: archiveFrom,
+            });
       const base: MemoEntry = {
         summary: result.summary,
         mustKeep: mergePins(memo?.mustKeep ?? [], mustKeepBullets(result.summary)).slice(-MAX_MEMO_BULLETS),
@@ -217,13 +226,15 @@ export class StretchService {
       if (archived.span) base.span = archived.span;
       else base.pendingFrom = archiveFrom;
       if (precomputed) base.precomputed = true;
+      if (failure) base.checkpoint = true;
       const entry = withSpans(base, memo, archived.refs);
-      if (env.GUARDIAN_SUMMARY_MEMO && !checkpoint) await this.memo.put(ctx.session.hash, entry);
+      if (env.GUARDIAN_SUMMARY_MEMO) await this.memo.put(ctx.session.hash, entry);
+      if (!forwardNow) throw failure;
       return {
         entry,
         calls: result.calls,
         chunked: result.chunked,
-        deferred: !precomputed && archived.span === undefined,
+        deferred: !precomputed && forwardNow && archived.span === undefined,
         run: archived.written?.run ?? null,
         span: archived.written?.span ?? null,
         waited: true,
@@ -234,15 +245,15 @@ export class StretchService {
   }
 
   /**
-   * The model's summary of the evicted messages. Outside overflow recovery a failed summary fails open. Inside it, the
-   * upstream has already refused the request as too long, so forwarding it unchanged is a certain failure: a
-   * checkpoint written without a model answers the client instead (ADR 0007). The checkpoint is not memoized.
+   * The model's summary of the evicted messages, or, when it cannot be had (an error, a timeout, a summary too short
+   * twice, the breaker open), a checkpoint written without a model that extends the previous summary (ADR 0007). The
+   * caller decides whether the checkpoint goes out now; `failure` says why there is no model summary.
    */
   private async summary(
     ctx: RequestContext,
     evicted: readonly number[],
     prior: string | undefined,
-  ): Promise<{ result: SummaryResult; checkpoint: boolean }> {
+  ): Promise<{ result: SummaryResult; failure?: SummariseError }> {
     const { conv } = ctx;
     const env = this.config.env;
     const maxChars = transcriptLineMaxChars({
@@ -273,18 +284,21 @@ export class StretchService {
           calls: result.calls,
         });
       }
-      return { result, checkpoint: false };
+      return { result };
     } catch (err) {
-      if (ctx.reason !== 'overflow' || !(err instanceof SummariseError)) throw err;
+      // A client that went away, or a transcript too short to be worth a summary: nothing to stand in for.
+      if (!(err instanceof SummariseError) || err.code === 'TRANSCRIPT_TOO_SHORT' || ctx.input.signal.aborted)
+        throw err;
       this.obs.state.summaryCheckpoints += 1;
       logOnce(
         this.obs.logger,
         `summary_checkpoint:${err.code}`,
         { code: err.code, route: conv.route, reqId: ctx.input.reqId },
-        'summariser failed during overflow recovery; a checkpoint without a model summary was forwarded (logged once per reason)',
+        'summariser failed; a checkpoint without a model summary stands in for the stretch (logged once per reason)',
       );
-      const summary = checkpointSummary(evicted.map((i) => conv.messages[i]!));
-      return { result: { summary, calls: 0, chunked: false, retries: 0 }, checkpoint: true };
+      const checkpoint = checkpointSummary(evicted.map((i) => conv.messages[i]!));
+      const summary = prior === undefined ? checkpoint : `${prior}\n\n${checkpoint}`;
+      return { result: { summary, calls: 0, chunked: false, retries: 0 }, failure: err };
     }
   }
 }

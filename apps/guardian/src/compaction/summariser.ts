@@ -17,6 +17,7 @@ import { UpstreamClient, type HeaderMap } from '@guardian/upstream';
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
 import type { FormatAdapter } from './formats/format-adapter';
+import { SummaryBreaker } from './summary-breaker';
 
 /** A summary could not be had: the compaction fails open. `code` names why. */
 export class SummariseError extends Error {
@@ -24,6 +25,7 @@ export class SummariseError extends Error {
     readonly code:
       | 'SUMMARY_HTTP_ERROR'
       | 'SUMMARY_TIMEOUT'
+      | 'SUMMARY_CIRCUIT_OPEN'
       | 'SUMMARY_TOO_SHORT'
       | 'SUMMARY_EMPTY'
       | 'TRANSCRIPT_TOO_SHORT',
@@ -64,9 +66,32 @@ export class Summariser {
     private readonly config: GuardianConfig,
     private readonly upstream: UpstreamClient,
     private readonly obs: Observability,
+    private readonly breaker: SummaryBreaker,
   ) {}
 
+  /**
+   * The summary, or SummariseError. Behind the model's circuit breaker: a model whose summaries keep failing is
+   * not asked until the breaker's schedule says so (SUMMARY_CIRCUIT_OPEN), and each outcome moves the breaker.
+   */
   async summarise(input: SummariseInput): Promise<SummaryResult> {
+    if (!this.breaker.allows(input.model))
+      throw new SummariseError(
+        'SUMMARY_CIRCUIT_OPEN',
+        'the summariser keeps failing for this model; not asked now',
+      );
+    try {
+      const result = await this.summariseOnce(input);
+      this.breaker.success(input.model);
+      return result;
+    } catch (err) {
+      // A transcript too short to summarise, or a client that went away, says nothing about the model.
+      if (err instanceof SummariseError && err.code !== 'TRANSCRIPT_TOO_SHORT' && !input.signal.aborted)
+        this.breaker.failure(input.model);
+      throw err;
+    }
+  }
+
+  private async summariseOnce(input: SummariseInput): Promise<SummaryResult> {
     const env = this.config.env;
     const transcriptChars = input.lines.reduce((n, l) => n + l.length, 0);
     if (transcriptChars < env.GUARDIAN_MIN_TRANSCRIPT_CHARS) {

@@ -39,6 +39,17 @@ export function buildStats(args: {
       wasted: Math.max(0, state.precompact.done - state.precompact.used),
     },
     summary_waits: state.summaryWaits,
+    // A model whose summaries keep failing is not asked for a while (issue 20); checkpoints stand in meanwhile.
+    summariser_circuits: Object.fromEntries(
+      [...state.summariserCircuits].map(([model, c]) => [
+        model,
+        {
+          state: c.openUntil === 0 ? 'closed' : c.openUntil > Date.now() ? 'open' : 'half_open',
+          failures: c.failures,
+          retry_at: c.openUntil > 0 ? new Date(c.openUntil).toISOString() : null,
+        },
+      ]),
+    ),
     summary_wait_seconds: Math.round(state.summaryWaitSeconds * 1000) / 1000,
     oversized_spills: state.oversizedSpills,
     compactions_with_pins: state.compactionsWithPins,

@@ -16,7 +16,7 @@ import { GuardianConfig } from '../config/guardian-config';
 import { apiStyleOf, errorBody, ownedRoute } from '../http/api-style';
 import { CompactionService } from '../compaction/compaction.service';
 import { OverflowRecovery } from '../compaction/overflow-recovery';
-import { MAX_SESSION_HEADER_BYTES } from '../compaction/session';
+import { readSessionHeader, sessionRequiredMessage } from '../compaction/session';
 import { Observability } from '../observability/observability';
 import { requestTiming, type RequestTiming } from '../observability/request-timing';
 
@@ -70,11 +70,9 @@ export class ProxyService {
       if (!reply.raw.writableFinished) abort.abort();
     });
 
-    if (
-      route &&
-      this.config.env.GUARDIAN_SESSION_HEADER_REQUIRED &&
-      !usableSessionHeader(req.headers['x-guardian-session'])
-    ) {
+    // Read from the separate header lines: `req.headers` would already have joined two of them with ", ".
+    const sessionHeader = readSessionHeader(req.raw.headersDistinct['x-guardian-session']);
+    if (route && this.config.env.GUARDIAN_SESSION_HEADER_REQUIRED && sessionHeader.kind !== 'value') {
       this.obs.metrics.requests.inc({ route, outcome: 'refused' });
       void reply
         .status(400)
@@ -84,7 +82,7 @@ export class ProxyService {
             apiStyleOf(url, req.headers),
             400,
             'GUARDIAN_SESSION_REQUIRED',
-            `X-Guardian-Session (1-${MAX_SESSION_HEADER_BYTES} bytes) is required by GUARDIAN_SESSION_HEADER_REQUIRED`,
+            sessionRequiredMessage(sessionHeader),
           ),
         );
       return;
@@ -102,6 +100,7 @@ export class ProxyService {
               url,
               headers: req.headers,
               body: clientBody,
+              sessionHeader,
               signal: abort.signal,
               reqId: req.id,
             }),
@@ -177,9 +176,4 @@ export class ProxyService {
     // Fastify pipes the stream and ends the response; the handler does not wait for the body to finish.
     void reply.send(res.body);
   }
-}
-
-function usableSessionHeader(value: string | string[] | undefined): boolean {
-  const v = (Array.isArray(value) ? value[0] : value)?.trim();
-  return !!v && Buffer.byteLength(v) <= MAX_SESSION_HEADER_BYTES;
 }

@@ -67,6 +67,8 @@ export class GuardianState {
   /** Compacted client requests that waited on a summariser call, and for how long in all. */
   summaryWaits = 0;
   summaryWaitSeconds = 0;
+  /** The summariser's circuit breaker per model (compaction/summary-breaker.ts): newest 16. */
+  readonly summariserCircuits = new Map<string, { failures: number; opened: number; openUntil: number }>();
   readonly failOpen: Record<FailOpenStage, number> = {
     parse: 0,
     count: 0,

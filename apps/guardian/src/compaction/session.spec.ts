@@ -1,0 +1,74 @@
+import { readSessionHeader, resolveSession, sessionHash, sessionRequiredMessage } from './session';
+
+/** A header line as Node hands it over: one character per byte on the wire. */
+const wire = (text: string): string => Buffer.from(text, 'utf8').toString('latin1');
+
+describe('readSessionHeader', () => {
+  it('is absent when no line was sent', () => {
+    expect(readSessionHeader(undefined)).toEqual({ kind: 'absent' });
+    expect(readSessionHeader([])).toEqual({ kind: 'absent' });
+  });
+
+  it('decodes UTF-8 bytes, and keeps other bytes as they came', () => {
+    expect(readSessionHeader([wire('josé')])).toEqual({ kind: 'value', value: 'josé' });
+    expect(readSessionHeader([wire('開発者')])).toEqual({ kind: 'value', value: '開発者' });
+    // Node's fetch sends é as the one byte 0xE9, not UTF-8: the same session as the UTF-8 spelling.
+    expect(readSessionHeader(['jos\u00e9'])).toEqual({ kind: 'value', value: 'josé' });
+  });
+
+  it('counts the limit in bytes on the wire', () => {
+    expect(readSessionHeader([wire('é'.repeat(128))])).toEqual({ kind: 'value', value: 'é'.repeat(128) });
+    expect(readSessionHeader([wire('é'.repeat(129))])).toMatchObject({ kind: 'ignored', reason: 'too_long' });
+    expect(readSessionHeader(['a'.repeat(256)])).toMatchObject({ kind: 'value' });
+  });
+
+  it('ignores an empty or blank value', () => {
+    for (const blank of ['', '   ', '\t']) {
+      expect(readSessionHeader([blank])).toMatchObject({
+        kind: 'ignored',
+        reason: 'empty',
+        warning: 'X-Guardian-Session ignored: empty; the derived session key is used',
+      });
+    }
+  });
+
+  it('ignores two different values, takes one value sent twice, and skips blank repeats', () => {
+    expect(readSessionHeader(['dave', 'erin'])).toMatchObject({
+      kind: 'ignored',
+      reason: 'repeated',
+      warning:
+        'X-Guardian-Session ignored: sent 2 times with different values; the derived session key is used',
+    });
+    expect(readSessionHeader(['carol', ' carol'])).toEqual({ kind: 'value', value: 'carol' });
+    expect(readSessionHeader([wire('josé'), 'jos\u00e9'])).toEqual({ kind: 'value', value: 'josé' });
+    expect(readSessionHeader(['', 'carol'])).toEqual({ kind: 'value', value: 'carol' });
+    // One line that holds a comma is one value.
+    expect(readSessionHeader(['dave, erin'])).toEqual({ kind: 'value', value: 'dave, erin' });
+  });
+});
+
+describe('resolveSession', () => {
+  const messages = [{ role: 'user' as const, text: 'hello' }];
+
+  it('uses a value, and otherwise the same derived key whether the header was absent or ignored', () => {
+    const alice = resolveSession({ kind: 'value', value: 'alice' }, 'm', messages, '');
+    expect(alice).toEqual({ key: 'alice', hash: sessionHash('alice'), fromHeader: true });
+    const none = resolveSession({ kind: 'absent' }, 'm', messages, '');
+    const empty = resolveSession(readSessionHeader(['']), 'm', messages, '');
+    expect(none.key).toMatch(/^derived:[0-9a-f]{16}$/);
+    expect(empty.key).toBe(none.key);
+    expect(empty.ignored?.reason).toBe('empty');
+    expect(none.ignored).toBeUndefined();
+  });
+});
+
+describe('sessionRequiredMessage', () => {
+  it('says why a sent header did not count', () => {
+    expect(sessionRequiredMessage({ kind: 'absent' })).toBe(
+      'X-Guardian-Session (1-256 bytes) is required by GUARDIAN_SESSION_HEADER_REQUIRED',
+    );
+    expect(sessionRequiredMessage(readSessionHeader(['dave', 'erin']))).toMatch(
+      /; the one sent was ignored: sent 2 times with different values$/,
+    );
+  });
+});
