@@ -1,5 +1,6 @@
-// `npm run bench [-- overhead|compaction|archive|memo|precompact|prefix-cache|soak ...]`: the named benchmarks, or all but soak, one after
-// the other (never at once: each one measures a machine it must have to itself). Each writes bench/results/<name>.txt.
+// `npm run bench [-- overhead|compaction|archive|memo|precompact|prefix-cache|soak ...]`: the named benchmarks,
+// or all but soak, one after the other (never at once: each one measures a machine it must have to itself). Each
+// writes bench/results/<name>.txt.
 import { performance } from 'node:perf_hooks';
 
 import * as archive from './archive-bench';
