@@ -39,12 +39,20 @@ export interface Counted {
   archiveDeferred: number;
   /** Memo store errors (Redis down or paused): each one failed open to the local memo. */
   memoErrors: number;
+  /** Summariser calls that failed or answered too short (a checkpoint or the client's bytes stood in). */
+  summariserFailures: number;
 }
 
 /** Reads the counters a fault row reports from guardian's /metrics. */
 export async function readCounters(guardianUrl: string): Promise<Omit<Counted, 'fault'>> {
   const text = await (await fetch(`${guardianUrl}/metrics`)).text();
-  const out = { failOpen: {} as Record<string, number>, upstreamError: 0, archiveDeferred: 0, memoErrors: 0 };
+  const out = {
+    failOpen: {} as Record<string, number>,
+    upstreamError: 0,
+    archiveDeferred: 0,
+    memoErrors: 0,
+    summariserFailures: 0,
+  };
   for (const line of text.split('\n')) {
     const value = Number(line.slice(line.lastIndexOf(' ') + 1));
     const stage = /^guardian_fail_open_total\{stage="([a-z_]+)"\}/.exec(line)?.[1];
@@ -53,6 +61,8 @@ export async function readCounters(guardianUrl: string): Promise<Omit<Counted, '
       out.upstreamError += value;
     if (line.startsWith('guardian_archive_deferred_total ')) out.archiveDeferred = value;
     if (line.startsWith('guardian_memo_errors_total{')) out.memoErrors += value;
+    if (/^guardian_summariser_duration_seconds_count\{outcome="(error|short)"\}/.test(line))
+      out.summariserFailures += value;
   }
   return out;
 }
@@ -69,6 +79,7 @@ function delta(before: Omit<Counted, 'fault'>, after: Omit<Counted, 'fault'>, fa
     upstreamError: after.upstreamError - before.upstreamError,
     archiveDeferred: after.archiveDeferred - before.archiveDeferred,
     memoErrors: after.memoErrors - before.memoErrors,
+    summariserFailures: after.summariserFailures - before.summariserFailures,
   };
 }
 
@@ -116,7 +127,13 @@ export async function runFault(
     for (const stream of [false, true]) {
       const mode = stream ? 'sse' : 'json';
       const convs = Array.from({ length: shape.conversations }, (_, c) => ({
-        conv: new Conversation(route, ctx.seed * 1000 + combos.length * 10 + c),
+        // A model name of the row's own: the summariser's circuit breaker (per model) starts closed in every row.
+        conv: new Conversation(
+          route,
+          ctx.seed * 1000 + combos.length * 10 + c,
+          220,
+          `stub-model-${fault.name}`,
+        ),
         session: `${fault.name}-${route}-${mode}-${c}-${ctx.seed}`,
       }));
       combos.push({
@@ -219,7 +236,7 @@ export async function runFault(
 export function formatCounted(counted: Counted[]): string {
   const lines = counted.map((c) => {
     const stages = Object.entries(c.failOpen).map(([k, v]) => `${k} ${v}`);
-    return `${c.fault.padEnd(18)}fail_open ${stages.length ? stages.join(', ') : '0'}; upstream_error ${c.upstreamError}; archive_deferred ${c.archiveDeferred}; memo_errors ${c.memoErrors}`;
+    return `${c.fault.padEnd(18)}fail_open ${stages.length ? stages.join(', ') : '0'}; upstream_error ${c.upstreamError}; archive_deferred ${c.archiveDeferred}; memo_errors ${c.memoErrors}; summariser_failures ${c.summariserFailures}`;
   });
   return ['counted by guardian while each fault ran:', ...lines].join('\n');
 }

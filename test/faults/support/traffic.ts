@@ -57,6 +57,8 @@ export class Conversation {
     readonly route: Route,
     readonly seed: number,
     private readonly wordsPerTurn = 220,
+    /** The model the client names (state such as the summariser's circuit breaker is kept per model). */
+    readonly model = 'stub-model',
   ) {}
 
   private turn(i: number): Turn {
@@ -87,12 +89,12 @@ export class Conversation {
       pairs.push({ role: 'user', content: t.user }, { role: 'assistant', content: t.assistant });
     }
     pairs.push({ role: 'user', content: this.turn(n - 1).user });
+    const model = this.model;
     if (this.route === 'chat')
-      return { model: 'stub-model', stream, messages: [{ role: 'system', content: system }, ...pairs] };
-    if (this.route === 'messages')
-      return { model: 'stub-model', max_tokens: 64, stream, system, messages: pairs };
+      return { model, stream, messages: [{ role: 'system', content: system }, ...pairs] };
+    if (this.route === 'messages') return { model, max_tokens: 64, stream, system, messages: pairs };
     return {
-      model: 'stub-model',
+      model,
       stream,
       store: false,
       instructions: system,
