@@ -1,8 +1,6 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import Redis from 'ioredis';
-
 import { startRedis, type TestRedis } from '../support/redis';
 import { startFaultStack, type FaultStack } from './support/fault-stack';
 import {
@@ -24,20 +22,6 @@ import { mountTmpfs, type Tmpfs } from './support/tmpfs';
 // requests named (docs/RELIABILITY.md says which of these rows wait on the deferred-span fix, issue 12 defect 1).
 
 const shape = process.env.LONG === '1' ? LONG : SHORT;
-
-async function redisPid(url: string): Promise<number> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-  await client.connect();
-  try {
-    const info = await client.info('server');
-    const pid = Number(/process_id:(\d+)/.exec(info)?.[1]);
-    // Only a server this test started on this machine can be paused with a signal.
-    process.kill(pid, 0);
-    return pid;
-  } finally {
-    client.disconnect();
-  }
-}
 
 describe('faults in Redis and the span volume', () => {
   let redis: TestRedis;
@@ -100,11 +84,10 @@ describe('faults in Redis and the span volume', () => {
   });
 
   it('Redis paused (SIGSTOP), then resumed: every request answered, every named span present', async () => {
-    const pid = await redisPid(redis.url);
     const got = await run({
       name: 'redis-paused',
-      on: () => void process.kill(pid, 'SIGSTOP'),
-      off: () => void process.kill(pid, 'SIGCONT'),
+      on: () => redis.pause(),
+      off: () => redis.resume(),
       during: ['ok'],
     });
     for (const row of got) expect([row.missing, row.unarchived]).toEqual([[], 0]);

@@ -22,6 +22,13 @@ export interface TestRedis {
   kill(): Promise<void>;
   /** Start it again on the SAME port (empty: nothing is persisted). Throws for REDIS_URL. */
   restart(): Promise<void>;
+  /**
+   * Freeze the server: connections stay open, nothing answers (SIGSTOP for a process, `docker pause` for a
+   * container, whose own pid 1 is not a pid of this machine). Throws for REDIS_URL.
+   */
+  pause(): Promise<void>;
+  /** Undo pause(). */
+  resume(): Promise<void>;
 }
 
 export interface StartRedisOptions {
@@ -60,7 +67,15 @@ function sharedRedis(url: string): TestRedis {
       'test redis: REDIS_URL names a shared server that this test cannot kill or restart; use startRedis({ owned: true })',
     );
   };
-  return { url, kind: 'shared', stop: async () => undefined, kill: refuse, restart: refuse };
+  return {
+    url,
+    kind: 'shared',
+    stop: async () => undefined,
+    kill: refuse,
+    restart: refuse,
+    pause: refuse,
+    resume: refuse,
+  };
 }
 
 function urlFor(port: number, password: string | undefined): string {
@@ -109,6 +124,10 @@ async function processRedis(port: number, password: string | undefined): Promise
   };
   process.once('exit', onExit);
   await launch();
+  const signal = async (name: NodeJS.Signals): Promise<void> => {
+    if (child?.pid === undefined) throw new Error('test redis: the server is not running');
+    child.kill(name);
+  };
   return {
     url,
     kind: 'process',
@@ -121,6 +140,8 @@ async function processRedis(port: number, password: string | undefined): Promise
       await halt('SIGKILL');
       await launch();
     },
+    pause: () => signal('SIGSTOP'),
+    resume: () => signal('SIGCONT'),
   };
 }
 
@@ -156,6 +177,8 @@ async function containerRedis(port: number, password: string | undefined): Promi
       await client.container.start(handle);
       await waitForPing(url);
     },
+    pause: async () => void (await handle.pause()),
+    resume: async () => void (await handle.unpause()),
   };
 }
 
