@@ -19,6 +19,7 @@ import { startStub } from '@guardian/stub-backend';
 import { DEFAULT_LITELLM_VENV, installLitellm, startLitellm, type Litellm } from './support/litellm';
 import { behindRows, startBehind, stopBehind, type Behind } from './support/litellm-behind';
 import type { LitellmRun } from './support/litellm-checks';
+import { deployRows } from './support/litellm-deploy';
 import { DIRECT, frontRows, LLAMA_DIRECT } from './support/litellm-front';
 import { chatSession, firstRefused } from './support/litellm-session';
 import { developers, sessionRows } from './support/litellm-sessions';
@@ -63,7 +64,7 @@ async function main(): Promise<void> {
       forwardHeadersFor: behind.forwardHeadersFor,
       developerKeys: Object.fromEntries(devs.map((d) => [d.key, d.name])),
     });
-    const run: LitellmRun = { stub, llamaStub, litellm, masterKey, work };
+    const run: LitellmRun = { stub, llamaStub, litellm, venv: VENV, masterKey, work };
     // The baseline: the same 30-turn session straight to LiteLLM, no guardian anywhere.
     const direct = await chatSession({
       baseURL: `${litellm.url}/v1`,
@@ -80,6 +81,7 @@ async function main(): Promise<void> {
     rows.push(...(await frontRows(run)));
     rows.push(...(await behindRows(run, behind)));
     rows.push(...(await sessionRows(run, behind, devs)));
+    rows.push(...(await deployRows(run, behind)));
   } catch (err) {
     rows.push(
       check(

@@ -19,13 +19,16 @@ const LABEL = 'LiteLLM (b) guardian behind';
 /** Model groups LiteLLM routes to guardian: with client-header forwarding, without it, and to the overflow sidecar. */
 export const GUARDED = 'guarded';
 export const GUARDED_PLAIN = 'guarded-plain';
-const GUARDED_OVERFLOW = 'guarded-overflow';
+export const GUARDED_OVERFLOW = 'guarded-overflow';
 
 export interface Behind {
   /** Between LiteLLM and guardian: what LiteLLM sends guardian, headers included. */
   tap: Tap;
   sidecar: Sidecar;
-  /** Believes the window is 65,536 (GUARDIAN_NUM_CTX), so the backend refuses what it forwards. */
+  /**
+   * Believes the window is 65,536 (GUARDIAN_NUM_CTX), so the backend refuses what it forwards; and requires the
+   * session header (GUARDIAN_SESSION_HEADER_REQUIRED), to show what a developer without one sees through LiteLLM.
+   */
   overflow: Sidecar;
   /** The model groups LiteLLM needs, and those whose `x-*` client headers it forwards. */
   models: LitellmModel[];
@@ -44,7 +47,7 @@ export async function startBehind(o: { stubUrl: string; work: string }): Promise
     upstreamUrl: `${o.stubUrl}/v1`,
     dataDir: join(o.work, 'data-behind-overflow'),
     logPath: join(o.work, 'sidecar-behind-overflow.log'),
-    env: { GUARDIAN_NUM_CTX: '65536' },
+    env: { GUARDIAN_NUM_CTX: '65536', GUARDIAN_SESSION_HEADER_REQUIRED: '1' },
   });
   // `hosted_vllm/` is LiteLLM's provider for a vLLM server, which is what guardian looks like from LiteLLM.
   const model = 'hosted_vllm/stub-model';
@@ -170,6 +173,7 @@ async function overflowRow(run: LitellmRun, b: Behind): Promise<Row> {
     await new OpenAI({
       baseURL: `${run.litellm.url}/v1`,
       apiKey: run.masterKey,
+      defaultHeaders: { 'X-Guardian-Session': 'behind-overflow' },
       maxRetries: 0,
     }).chat.completions.create({
       model: GUARDED_OVERFLOW,

@@ -13,6 +13,8 @@ export interface LitellmRun {
   /** llama.cpp-like stub, for LiteLLM's wrap of llama.cpp's overflow answer. */
   llamaStub: StubBackend;
   litellm: Litellm;
+  /** The venv LiteLLM runs from (the deploy-file check starts two more). */
+  venv: string;
   masterKey: string;
   work: string;
   /** Turn at which the same chat session sent straight to LiteLLM (no guardian) was first refused. */

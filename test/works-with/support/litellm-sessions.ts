@@ -10,7 +10,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 
 import type { Behind } from './litellm-behind';
-import { GUARDED, GUARDED_PLAIN } from './litellm-behind';
+import { GUARDED, GUARDED_OVERFLOW, GUARDED_PLAIN } from './litellm-behind';
 import { conversationRequests, usageOf, type LitellmRun } from './litellm-checks';
 import { chatSession, type Turn } from './litellm-session';
 import { check, type Row } from './report';
@@ -116,8 +116,47 @@ export async function sessionRows(run: LitellmRun, b: Behind, devs: Developer[])
         `, each = that developer's last answer's usage ${JSON.stringify(sessions.map(lastPrompt))}`,
     ),
     await withoutForwarding(run, b, alice),
+    await headerRequired(run, b),
   );
   return rows;
+}
+
+/**
+ * GUARDIAN_SESSION_HEADER_REQUIRED behind LiteLLM: a developer whose client sends no header gets guardian's 400 with
+ * its reason, as LiteLLM relays it, and nothing reaches the backend.
+ */
+async function headerRequired(run: LitellmRun, b: Behind): Promise<Row> {
+  const from = run.stub.requests.length;
+  const before = Number((await b.overflow.stats()).compactions_performed ?? 0);
+  let status: number | undefined;
+  let message = '';
+  try {
+    await new OpenAI({
+      baseURL: `${run.litellm.url}/v1`,
+      apiKey: run.masterKey,
+      maxRetries: 0,
+    }).chat.completions.create({
+      model: GUARDED_OVERFLOW,
+      max_tokens: 32,
+      messages: [{ role: 'user', content: 'Hi.' }],
+    });
+  } catch (err) {
+    status = err instanceof OpenAI.APIError ? err.status : undefined;
+    message = err instanceof Error ? err.message : String(err);
+  }
+  const reached = conversationRequests(run.stub, from).length;
+  const after = Number((await b.overflow.stats()).compactions_performed ?? 0);
+  return check(
+    `${LABEL}: header required, refused with its reason`,
+    run.litellm.version,
+    status === 400 &&
+      message.includes('GUARDIAN_SESSION_REQUIRED') &&
+      message.includes('X-Guardian-Session') &&
+      reached === 0,
+    `client got ${String(status)}: ${message.slice(0, 200)}; backend reached ${reached} times`,
+    `without X-Guardian-Session, guardian (GUARDIAN_SESSION_HEADER_REQUIRED=1) refused with 400 and LiteLLM relayed it ` +
+      `as ${String(status)} with guardian's code and message inside its own; the backend saw nothing (compactions ${after - before})`,
+  );
 }
 
 /** The control: a model group without `forward_client_headers_to_llm_api` drops the header (LiteLLM's default). */

@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 
+import { DOC_MODEL, DOC_ORIGIN, SESSIONS_DOC } from './doc-snippets';
 import { CACHE_DIR, REPO_ROOT } from './paths';
 import { freePort, startProc, waitForHttp, type Proc } from './proc';
 
@@ -72,26 +73,58 @@ export interface LitellmOptions {
   workDir: string;
   masterKey: string;
   models: LitellmModel[];
+  /** Run this config file as it is (a deploy/litellm/ file) instead of writing one from `models`. */
+  configFile?: string;
+  /** More environment, e.g. what a compose file gives LiteLLM. */
+  env?: Record<string, string>;
   /** Model groups whose clients' `x-*` headers LiteLLM forwards (`model_group_settings`, docs/sessions.md). */
   forwardHeadersFor?: string[];
   /** Developer key -> developer, served by the custom-auth hook in place of database-backed virtual keys. */
   developerKeys?: Record<string, string>;
 }
 
+/**
+ * The `litellm_settings` docs/sessions.md tells a team to write (the block after `<!-- litellm-check: config -->`),
+ * for the given model groups. Throws when the page's block has another shape than the one this runner routes
+ * through guardian (`hosted_vllm/`, guardian's `/v1`), so that the page and the run cannot drift apart.
+ */
+export function docForwardSettings(groups: string[], doc = readFileSync(SESSIONS_DOC, 'utf8')): unknown {
+  const marker = '<!-- litellm-check: config -->';
+  const at = doc.indexOf(marker);
+  const m = at === -1 ? null : /^\s*\n```yaml\n([\s\S]*?)\n```/.exec(doc.slice(at + marker.length));
+  if (!m?.[1]) throw new Error(`docs/sessions.md: no yaml block after ${marker}`);
+  const page = parse(m[1]) as {
+    model_list?: { litellm_params?: { model?: string; api_base?: string } }[];
+    litellm_settings?: { model_group_settings?: { forward_client_headers_to_llm_api?: unknown } };
+  };
+  const params = page.model_list?.[0]?.litellm_params;
+  const forwarded = page.litellm_settings?.model_group_settings?.forward_client_headers_to_llm_api;
+  if (
+    params?.model !== `hosted_vllm/${DOC_MODEL}` ||
+    params.api_base !== `${DOC_ORIGIN}/v1` ||
+    JSON.stringify(forwarded) !== JSON.stringify([DOC_MODEL])
+  )
+    throw new Error('docs/sessions.md "Behind LiteLLM": the config block is not the one this runner checks');
+  return JSON.parse(
+    JSON.stringify(page.litellm_settings).replaceAll(
+      JSON.stringify(DOC_MODEL),
+      JSON.stringify(groups).slice(1, -1),
+    ),
+  );
+}
+
 /** The proxy config a team would write, in LiteLLM's YAML; the master key is read from the environment. */
 export function litellmConfig(o: LitellmOptions): Record<string, unknown> {
   const general: Record<string, unknown> = { master_key: 'os.environ/LITELLM_MASTER_KEY' };
   if (o.developerKeys) general.custom_auth = 'dev_keys.user_api_key_auth';
-  const settings: Record<string, unknown> = {};
-  if (o.forwardHeadersFor?.length)
-    settings.model_group_settings = { forward_client_headers_to_llm_api: o.forwardHeadersFor };
+  const settings = o.forwardHeadersFor?.length ? docForwardSettings(o.forwardHeadersFor) : undefined;
   return {
     model_list: o.models.map((m) => ({
       model_name: m.name,
       litellm_params: { model: m.model, api_base: m.apiBase, api_key: 'none' },
     })),
     general_settings: general,
-    ...(Object.keys(settings).length ? { litellm_settings: settings } : {}),
+    ...(settings ? { litellm_settings: settings } : {}),
   };
 }
 
@@ -108,11 +141,12 @@ export async function startLitellm(o: LitellmOptions & { port?: number }): Promi
   if (!version)
     throw new Error(`no LiteLLM in ${o.venv}: run this runner once with --install (docs/WORKS_WITH.md)`);
   mkdirSync(o.workDir, { recursive: true });
-  const config = join(o.workDir, 'litellm.yaml');
-  writeFileSync(config, stringify(litellmConfig(o)));
+  const config = o.configFile ?? join(o.workDir, 'litellm.yaml');
+  if (!o.configFile) writeFileSync(config, stringify(litellmConfig(o)));
   if (o.developerKeys) copyFileSync(DEV_KEYS_PY, join(o.workDir, 'dev_keys.py'));
   const port = o.port ?? (await freePort());
   const env = litellmEnv(o.venv, {
+    ...o.env,
     LITELLM_MASTER_KEY: o.masterKey,
     CG_LITELLM_KEYS: JSON.stringify(o.developerKeys ?? {}),
   });
