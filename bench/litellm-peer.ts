@@ -2,7 +2,7 @@
 // installs (`node -r ./test/support/swc-register.js test/works-with/run-litellm.ts --install`), in front of the same
 // stub, with LiteLLM's defaults (one uvicorn worker). Skipped when the venv is absent: the benchmark then has its
 // three targets, as before.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -68,9 +68,13 @@ export async function startLitellmPeer(venv: string, stubUrl: string, model: str
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  const version = await fetch(`${url}/health/readiness`)
-    .then((r) => r.json() as Promise<{ litellm_version?: string }>)
-    .then((b) => b.litellm_version ?? 'unknown');
+  // From the package metadata: LiteLLM's own health answers carry no version without a key.
+  const meta = spawnSync(
+    join(venv, 'bin', 'python3'),
+    ['-c', 'import importlib.metadata as m; print(m.version("litellm"))'],
+    { encoding: 'utf8' },
+  );
+  const version = meta.status === 0 ? meta.stdout.trim() : 'unknown';
   return {
     url,
     pid: child.pid,
