@@ -155,7 +155,8 @@ async function headerRequired(run: LitellmRun, b: Behind): Promise<Row> {
       reached === 0,
     `client got ${String(status)}: ${message.slice(0, 200)}; backend reached ${reached} times`,
     `without X-Guardian-Session, guardian (GUARDIAN_SESSION_HEADER_REQUIRED=1) refused with 400 and LiteLLM relayed it ` +
-      `as ${String(status)} with guardian's code and message inside its own; the backend saw nothing (compactions ${after - before})`,
+      `as ${String(status)} with guardian's code and message inside its own ("${message.slice(0, 150)}..."); the backend saw ` +
+      `nothing (compactions ${after - before})`,
   );
 }
 
