@@ -1,5 +1,6 @@
 // Proxy overhead (issue 2 item 7): non-streamed 8 KB chat requests (a) direct to the stub, (b) through the bare
-// proxy of bare-proxy.ts, (c) through the sidecar, at 1 and 64 connections with autocannon, in interleaved rounds
+// proxy of bare-proxy.ts, (c) through the sidecar, (d) through the real LiteLLM proxy when its venv is present
+// (issue 19, litellm-peer.ts), at 1 and 64 connections with autocannon, in interleaved rounds
 // (the machine is shared and noisy); medians of the rounds are reported. Then a streaming case: time to the first
 // body byte, sequential requests. Every server is a child process of its own (the sidecar is the built main.js,
 // exactly what `npm start` runs) so that autocannon alone owns this process's event loop.
@@ -13,34 +14,21 @@ import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 
+import { litellmVenv, startLitellmPeer } from './litellm-peer';
+import { report, TARGETS, type LoadFigures, type TargetName } from './overhead-report';
 import { summariseProfile } from './profile';
 import {
   cpuSeconds,
   envNumber,
   filler,
-  int,
   machineLine,
-  median,
-  ms,
   startChild,
   summarise,
   writeResults,
   type ChildServer,
 } from './support';
 
-type TargetName = 'direct' | 'bare' | 'sidecar';
-const TARGETS: readonly TargetName[] = ['direct', 'bare', 'sidecar'];
-const LABEL: Record<TargetName, string> = { direct: '(a) direct', bare: '(b) bare', sidecar: '(c) sidecar' };
 const PATH = '/v1/chat/completions';
-
-interface LoadFigures {
-  p50: number;
-  p99: number;
-  rps: number;
-  errors: number;
-  /** CPU milliseconds the server under test spent per answered request (the stub for `direct`). */
-  cpuMs: number;
-}
 
 /** A chat request of `bytes` bytes of JSON: a system prompt and a few turns, as an agent's early turn looks. */
 export function chatBody(bytes: number, stream: boolean): string {
@@ -62,6 +50,7 @@ function load(
   seconds: number,
   body: string,
   pid?: number,
+  headers: Record<string, string> = {},
 ): Promise<LoadFigures> {
   const samples: number[] = [];
   let errors = 0;
@@ -71,7 +60,7 @@ function load(
       {
         url: `${url}${PATH}`,
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...headers },
         body,
         connections,
         duration: seconds,
@@ -97,7 +86,12 @@ function load(
 }
 
 /** Time to the first body byte of a streamed answer, `n` sequential requests on one kept-alive connection. */
-async function ttfb(url: string, n: number, body: string): Promise<number[]> {
+async function ttfb(
+  url: string,
+  n: number,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<number[]> {
   const pool = new Pool(url, { connections: 1 });
   const out: number[] = [];
   try {
@@ -106,7 +100,7 @@ async function ttfb(url: string, n: number, body: string): Promise<number[]> {
       const res = await pool.request({
         path: PATH,
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...headers },
         body,
       });
       let first = 0;
@@ -120,9 +114,25 @@ async function ttfb(url: string, n: number, body: string): Promise<number[]> {
   return out;
 }
 
+/**
+ * Waits (at most 10 s) until the server just measured is idle: a slow peer (LiteLLM answers 64 connections far more
+ * slowly than it accepts them) is still working through its backlog when autocannon stops, and that CPU would
+ * otherwise be charged to whichever target runs next on these two shared cores.
+ */
+async function settle(pid: number | undefined): Promise<void> {
+  const until = performance.now() + 10_000;
+  let last = cpuSeconds(pid);
+  while (performance.now() < until) {
+    await new Promise((r) => setTimeout(r, 200));
+    const now = cpuSeconds(pid);
+    if (!(now - last > 0.02)) return;
+    last = now;
+  }
+}
+
 /** Each round visits the targets in a rotated order, so no target always runs first (or right after warm-up). */
-function rotation(round: number): TargetName[] {
-  return TARGETS.map((_t, i) => TARGETS[(i + round) % TARGETS.length]!);
+function rotation(round: number, targets: readonly TargetName[]): TargetName[] {
+  return targets.map((_t, i) => targets[(i + round) % targets.length]!);
 }
 
 function jsonUrl(line: string): string | undefined {
@@ -138,9 +148,12 @@ function jsonUrl(line: string): string | undefined {
 }
 
 interface Servers {
-  urls: Record<TargetName, string>;
-  pids: Record<TargetName, number | undefined>;
-  children: ChildServer[];
+  targets: TargetName[];
+  urls: Partial<Record<TargetName, string>>;
+  pids: Partial<Record<TargetName, number>>;
+  headers: Partial<Record<TargetName, Record<string, string>>>;
+  peerLine: string;
+  children: { stop(): Promise<void> }[];
   dataDir: string;
   profileDir?: string;
 }
@@ -171,27 +184,33 @@ async function startServers(profile: boolean): Promise<Servers> {
     nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
     pick: jsonUrl,
   });
-  return {
+  const servers: Servers = {
+    targets: [...TARGETS],
     urls: { direct: stub.url, bare: bare.url, sidecar: sidecar.url },
     pids: { direct: stub.child.pid, bare: bare.child.pid, sidecar: sidecar.child.pid },
-    children: [sidecar, bare, stub],
+    headers: {},
+    peerLine: 'LiteLLM peer: skipped (no venv; see docs/BENCHMARKS.md)',
+    children: [sidecar, bare, stub] as ChildServer[],
     dataDir,
     profileDir,
   };
+  const venv = litellmVenv();
+  if (venv) {
+    const peer = await startLitellmPeer(venv, stub.url, 'stub-model');
+    servers.targets.push('litellm');
+    servers.urls.litellm = peer.url;
+    servers.pids.litellm = peer.pid;
+    servers.headers.litellm = peer.headers;
+    servers.peerLine = `LiteLLM peer: litellm ${peer.version} from ${venv.replace(process.env.HOME ?? '~', '~')}, one uvicorn worker (its default)`;
+    servers.children.unshift(peer);
+  }
+  return servers;
 }
 
 function loadLine(): string {
   return loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
-}
-
-function ratio(a: number, b: number): string {
-  return b > 0 ? `${(a / b).toFixed(2)}x` : 'n/a';
-}
-
-function verdict(ok: boolean): string {
-  return ok ? 'met' : 'MISSED';
 }
 
 export async function run(): Promise<void> {
@@ -205,22 +224,29 @@ export async function run(): Promise<void> {
   const lines: string[] = [machineLine('overhead bench'), `load average at start: ${loadLine()}`];
   try {
     // Warm-up: JIT, keep-alive pools, and the sidecar's one-time window detection for the model.
-    for (const t of TARGETS) await load(servers.urls[t], 16, 1, body);
-    for (const t of TARGETS) await ttfb(servers.urls[t], 50, streamBody);
+    const { targets } = servers;
+    const url = (t: TargetName): string => servers.urls[t] ?? '';
+    const head = (t: TargetName): Record<string, string> => servers.headers[t] ?? {};
+    for (const t of targets) await load(url(t), 16, 1, body, undefined, head(t));
+    for (const t of targets) await ttfb(url(t), 50, streamBody, head(t));
     const figures: Record<string, LoadFigures[]> = {};
-    const stream: Record<TargetName, number[]> = { direct: [], bare: [], sidecar: [] };
+    const stream: Partial<Record<TargetName, number[]>> = {};
     for (let r = 0; r < rounds; r += 1) {
       for (const connections of [1, 64]) {
-        for (const t of rotation(r)) {
-          const f = await load(servers.urls[t], connections, seconds, body, servers.pids[t]);
+        for (const t of rotation(r, targets)) {
+          const f = await load(url(t), connections, seconds, body, servers.pids[t], head(t));
           (figures[`${t}@${connections}`] ??= []).push(f);
+          await settle(servers.pids[t]);
         }
       }
-      for (const t of rotation(r))
-        stream[t].push(summarise(await ttfb(servers.urls[t], streamN, streamBody)).p50);
+      for (const t of rotation(r, targets))
+        (stream[t] ??= []).push(summarise(await ttfb(url(t), streamN, streamBody, head(t))).p50);
       process.stderr.write(`overhead: round ${r + 1}/${rounds} done\n`);
     }
-    lines.push(...report({ figures, stream, rounds, seconds, streamN, bytes: Buffer.byteLength(body) }));
+    lines.push(servers.peerLine);
+    lines.push(
+      ...report({ targets, figures, stream, rounds, seconds, streamN, bytes: Buffer.byteLength(body) }),
+    );
     lines.push(`load average at end: ${loadLine()}`);
   } finally {
     for (const c of servers.children) await c.stop();
@@ -232,56 +258,6 @@ export async function run(): Promise<void> {
   }
   const path = writeResults('overhead.txt', lines);
   process.stdout.write(`${lines.join('\n')}\n(written to ${path})\n`);
-}
-
-function report(r: {
-  figures: Record<string, LoadFigures[]>;
-  stream: Record<TargetName, number[]>;
-  rounds: number;
-  seconds: number;
-  streamN: number;
-  bytes: number;
-}): string[] {
-  const med = (t: TargetName, c: number, k: keyof LoadFigures) =>
-    median((r.figures[`${t}@${c}`] ?? []).map((f) => f[k]));
-  const lines = [
-    `non-streamed chat requests of ${r.bytes} bytes; ${r.rounds} interleaved rounds of ${r.seconds} s per target and connection count; medians of the rounds`,
-    'servers: stub, bare proxy and sidecar (built main.js, default settings) each in its own process; autocannon in the bench process',
-    'CPU/request: CPU time (user+system, /proc) of the server under test per answered request: the stub for (a), the proxy for (b) and (c)',
-  ];
-  for (const c of [1, 64]) {
-    lines.push(`-- ${c} connection${c > 1 ? 's' : ''}`);
-    for (const t of TARGETS) {
-      const errors = (r.figures[`${t}@${c}`] ?? []).reduce((n, f) => n + f.errors, 0);
-      lines.push(
-        `${LABEL[t].padEnd(12)} p50 ${ms(med(t, c, 'p50'))}  p99 ${ms(med(t, c, 'p99'))}  ${int(med(t, c, 'rps')).padStart(6)} req/s  ${ms(med(t, c, 'cpuMs'))} CPU/request${errors ? `  (${errors} errors)` : ''}`,
-      );
-    }
-    for (const k of ['p50', 'p99', 'rps'] as const) {
-      lines.push(
-        `ratio ${k}: c/a ${ratio(med('sidecar', c, k), med('direct', c, k))}, c/b ${ratio(med('sidecar', c, k), med('bare', c, k))}`,
-      );
-    }
-  }
-  const added = (k: 'p50' | 'p99', t: TargetName) => med(t, 1, k) - med('direct', 1, k);
-  const p50x = added('p50', 'sidecar') / added('p50', 'bare');
-  const p99x = added('p99', 'sidecar') / added('p99', 'bare');
-  const rpsShare = med('sidecar', 64, 'rps') / med('bare', 64, 'rps');
-  lines.push(
-    '-- targets',
-    `1 conn p50: bare adds ${ms(added('p50', 'bare'))}, sidecar adds ${ms(added('p50', 'sidecar'))} = ${p50x.toFixed(2)}x (target <= 1.5x): ${verdict(p50x <= 1.5)}`,
-    `1 conn p99: bare adds ${ms(added('p99', 'bare'))}, sidecar adds ${ms(added('p99', 'sidecar'))} = ${p99x.toFixed(2)}x (target <= 2x): ${verdict(p99x <= 2)}`,
-    `64 conns: sidecar serves ${(rpsShare * 100).toFixed(1)}% of the bare proxy's req/s (target >= 80%): ${verdict(rpsShare >= 0.8)}`,
-    `CPU per request at 64 conns: bare ${ms(med('bare', 64, 'cpuMs'))}, sidecar ${ms(med('sidecar', 64, 'cpuMs'))} = ${ratio(med('sidecar', 64, 'cpuMs'), med('bare', 64, 'cpuMs'))} (what bounds req/s on a machine to itself)`,
-    `-- streaming, time to first body byte (${r.streamN} sequential requests per target per round; median of the rounds' p50)`,
-  );
-  const ttfb = (t: TargetName) => median(r.stream[t]);
-  for (const t of TARGETS) {
-    lines.push(
-      `${LABEL[t].padEnd(12)} ttfb p50 ${ms(ttfb(t))}${t === 'direct' ? '' : `  added over direct ${ms(ttfb(t) - ttfb('direct'))}`}`,
-    );
-  }
-  return lines;
 }
 
 if (require.main === module) {

@@ -12,6 +12,8 @@ const OPTION_SETS = [
     .map((f) => join('test/deploy/values', f)),
   'deploy/kubernetes/standalone-values.yaml',
   'deploy/kubernetes/sidecar-values.yaml',
+  'deploy/kubernetes/litellm-front-values.yaml',
+  'deploy/kubernetes/litellm-behind-values.yaml',
 ];
 
 describe.each(OPTION_SETS)('option set %s', (file) => {

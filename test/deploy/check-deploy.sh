@@ -65,6 +65,10 @@ if command -v docker-compose >/dev/null 2>&1; then
   check_compose "cpu override" -f docker-compose.yml -f deploy/compose/cpu.yml
   check_compose "cpu + anchor + dashboards" -f docker-compose.yml -f deploy/compose/cpu.yml \
     -f deploy/compose/anchor.yml --profile dashboards
+  check_compose "gpu + litellm-front" -f docker-compose.yml -f deploy/compose/gpu.yml -f deploy/compose/litellm-front.yml
+  check_compose "gpu + litellm-behind" -f docker-compose.yml -f deploy/compose/gpu.yml \
+    -f deploy/compose/litellm-behind.yml
+  check_compose "cpu + litellm-front" -f docker-compose.yml -f deploy/compose/cpu.yml -f deploy/compose/litellm-front.yml
   rm -rf "$COMPOSE_DIR"
 fi
 

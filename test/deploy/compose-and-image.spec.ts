@@ -63,6 +63,8 @@ const COMPOSE_FILES = [
   'deploy/compose/gpu.yml',
   'deploy/compose/cpu.yml',
   'deploy/compose/anchor.yml',
+  'deploy/compose/litellm-front.yml',
+  'deploy/compose/litellm-behind.yml',
 ];
 
 /** `environment` as a map, whether written as a list (`- KEY=value`, `- KEY`) or a mapping. */
@@ -198,6 +200,49 @@ describe('deploy/compose overrides', () => {
     expect(read('Dockerfile')).toMatch(
       /mkdir -p \/data \/anchor \\\n\s+&& chown 10001:10001 \/data \/anchor/,
     );
+  });
+});
+
+describe('deploy/compose LiteLLM overrides (docs/deploy.md, "Beside LiteLLM")', () => {
+  const front = parse(read('deploy/compose/litellm-front.yml'));
+  const behind = parse(read('deploy/compose/litellm-behind.yml'));
+
+  it('litellm-front.yml puts LiteLLM between guardian and vLLM, unpublished', () => {
+    expect(envMap(front.services.guardian.environment)).toEqual({
+      GUARDIAN_UPSTREAM_URL: 'http://litellm:4000/v1',
+    });
+    expect(envMap(front.services.litellm.environment)).toMatchObject({
+      LITELLM_BACKEND_URL: '${LITELLM_BACKEND_URL:-http://vllm:8000/v1}',
+      LITELLM_BACKEND_MODEL: 'hosted_vllm/${MODEL}',
+    });
+    expect(front.services.litellm.ports).toBeUndefined();
+    expect(front.services.litellm.volumes).toEqual([
+      './deploy/litellm/front.yaml:/etc/litellm/config.yaml:ro',
+    ]);
+  });
+
+  it('litellm-behind.yml points LiteLLM at guardian, on 127.0.0.1 only, forwarding the session header', () => {
+    expect(behind.services.guardian).toBeUndefined();
+    expect(envMap(behind.services.litellm.environment)).toMatchObject({
+      LITELLM_BACKEND_URL: 'http://guardian:8786/v1',
+      LITELLM_MASTER_KEY: null,
+    });
+    expect(behind.services.litellm.ports).toEqual(['127.0.0.1:${LITELLM_PUBLISH_PORT:-4000}:4000']);
+    expect(behind.services.litellm.volumes).toEqual([
+      './deploy/litellm/behind.yaml:/etc/litellm/config.yaml:ro',
+    ]);
+    expect(parse(read('deploy/litellm/behind.yaml')).general_settings).toMatchObject({
+      forward_client_headers_to_llm_api: true,
+    });
+  });
+
+  it('starts LiteLLM without an outbound call and with its telemetry vetoed', () => {
+    for (const compose of [front, behind]) {
+      expect(envMap(compose.services.litellm.environment)).toMatchObject({
+        LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+        LITELLM_TELEMETRY_DISABLED: 'true',
+      });
+    }
   });
 });
 

@@ -15,15 +15,23 @@ const num = (s: string | undefined): number | undefined =>
  * text. vLLM: "maximum context length is N tokens. However, you requested M tokens (P in the messages, ...";
  * llama.cpp: `exceed_context_size_error` with `n_prompt_tokens`/`n_ctx`; Anthropic: "prompt is too long: P tokens > N maximum";
  * LiteLLM: `ContextWindowExceededError`; Ollama: an `invalid_request_error` about the input length / context.
+ * LiteLLM wraps the backend's answer in its own message text, so a backend's JSON fields arrive escaped (`\"n_ctx\":`)
+ * or, through its `openai/` provider, not at all: llama.cpp's sentence then carries both numbers (issue 19).
  */
 export function parseOverflow(status: number, bodyText: string): OverflowInfo | undefined {
   if (status !== 400 && status !== 413 && status !== 422 && status !== 500) return undefined;
   const text = bodyText.slice(0, 64 * 1024);
 
   if (text.includes('exceed_context_size_error')) {
-    const p = /"n_prompt_tokens"\s*:\s*(\d+)/.exec(text);
-    const n = /"n_ctx"\s*:\s*(\d+)/.exec(text);
+    const p = /"n_prompt_tokens\\?"\s*:\s*(\d+)/.exec(text);
+    const n = /"n_ctx\\?"\s*:\s*(\d+)/.exec(text);
     return { shape: 'llamacpp', promptTokens: num(p?.[1]), window: num(n?.[1]) };
+  }
+  const llama = /request \(([\d,]+) tokens\) exceeds the available context size \(([\d,]+) tokens\)/i.exec(
+    text,
+  );
+  if (llama && text.includes('ContextWindowExceededError')) {
+    return { shape: 'litellm', promptTokens: num(llama[1]), window: num(llama[2]) };
   }
   const anth = /prompt is too long:\s*([\d,]+)\s*tokens\s*>\s*([\d,]+)\s*maximum/i.exec(text);
   if (anth) return { shape: 'anthropic', promptTokens: num(anth[1]), window: num(anth[2]) };
