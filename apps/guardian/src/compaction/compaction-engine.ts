@@ -61,6 +61,7 @@ export class CompactionEngine {
       budget,
       pinMaxChars,
       pinsBy: pinMaxChars > 0 ? pinsByMessage(conv.messages) : [],
+      ledgerMaxChars: this.config.env.GUARDIAN_LEDGER_MAX_CHARS,
     };
     const memoSource = memo ? source(memo) : undefined;
     const plan = planCompaction({
