@@ -208,6 +208,7 @@ class StubServer implements StubBackend {
       flavor: this.options.flavor,
       model: this.options.model,
       reply: this.options.reply,
+      answer: this.options.answer,
       nextSeq: () => ++this.seq,
       takeFailure: () => this.failures.shift(),
       takeForcedOverflow: () => this.overflows.shift(),
