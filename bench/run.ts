@@ -1,20 +1,25 @@
-// `npm run bench [-- overhead|compaction|archive|memo ...]`: runs the named benchmarks, or all of them, one after
-// the other (never at once: each one measures a machine it must have to itself). Each writes bench/results/<name>.txt.
+// `npm run bench [-- overhead|compaction|archive|memo|keep-facts ...] [-- options]`: runs the named benchmarks, or all
+// of them, one after the other (never at once: each one measures a machine it must have to itself). Each writes
+// bench/results/<name>.txt. Arguments after a second `--` go to the named benchmarks (keep-facts: --upstream URL ...).
 import { performance } from 'node:perf_hooks';
 
 import * as archive from './archive-bench';
 import * as compaction from './compaction';
 import * as memo from './memo-bench';
 import * as overhead from './overhead';
+import * as keepFacts from './retention/keep-facts';
 
 interface Bench {
-  run(): Promise<void>;
+  run(args?: readonly string[]): Promise<void>;
 }
 
-const BENCHES: Record<string, Bench> = { overhead, compaction, archive, memo };
+const BENCHES: Record<string, Bench> = { overhead, compaction, archive, memo, 'keep-facts': keepFacts };
 
 async function main(): Promise<void> {
-  const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const argv = process.argv.slice(2);
+  const split = argv.indexOf('--');
+  const options = split === -1 ? [] : argv.slice(split + 1);
+  const asked = (split === -1 ? argv : argv.slice(0, split)).filter((a) => !a.startsWith('-'));
   const unknown = asked.filter((a) => !(a in BENCHES));
   if (unknown.length > 0) {
     process.stderr.write(
@@ -26,7 +31,7 @@ async function main(): Promise<void> {
   for (const name of names) {
     const start = performance.now();
     process.stdout.write(`\n== ${name}\n`);
-    await BENCHES[name]!.run();
+    await BENCHES[name]!.run(options);
     process.stdout.write(`== ${name} took ${((performance.now() - start) / 1000).toFixed(1)} s\n`);
   }
 }

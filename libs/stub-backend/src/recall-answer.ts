@@ -11,7 +11,7 @@ const FACT = /\bFACT-[A-Za-z0-9-]*[A-Za-z0-9]/;
 const WORD = /[a-z][a-z0-9]{2,}/g;
 /** Question words that say nothing about which fact is asked for. */
 const STOP = new Set(
-  'what which who where when how does did is are was the and for with from that this your you our must answer exact value only quick check please tell name named give say use'.split(
+  'what which who where when how does did is are was the and for with from that this your you our must answer exact value only quick check please tell name named give say use earlier session reply'.split(
     ' ',
   ),
 );
