@@ -31,6 +31,8 @@ const PLANTED: Record<number, number[]> = { 1: [0, 1], 2: [2, 3], 3: [4] };
 
 export interface DriftRow {
   turn: number;
+  /** False when this turn's compaction failed open (a summary too short, a timeout): the request went as sent. */
+  compacted: boolean;
   /** Facts the summary written on this turn holds. */
   summary: string[];
   /** Facts the request forwarded on this turn holds (summary, pins, kept tail). */
@@ -104,7 +106,7 @@ async function runOnce(
       const summary = turn.summaries.at(-1);
       if (!summary) continue;
       run.lastSummary = present(summary.text, facts);
-      run.rows.push({ turn: t, summary: run.lastSummary, forwarded });
+      run.rows.push({ turn: t, compacted, summary: run.lastSummary, forwarded });
     }
     return run;
   } finally {
@@ -122,6 +124,11 @@ export async function driftProbe(opts: CommonOptions, upstream: Upstream): Promi
 
 export function driftReport(r: DriftResult, opts: CommonOptions, backend: string): string[] {
   const n = r.facts.length;
+  const lost = (row: DriftRow): string => {
+    const gone = r.facts.filter((f) => !row.summary.includes(f));
+    if (gone.length === 0) return '';
+    return gone.length === n ? '; the summary holds none' : `; the summary lost ${gone.join(', ')}`;
+  };
   const lines = [
     `memo drift probe ${new Date().toISOString()}; upstream ${backend}, model ${opts.model}, window ${opts.window} (GUARDIAN_NUM_CTX), other settings default`,
     `${r.turns} turns, ${n} facts stated in turns 1-3: ${r.facts.join(', ')}`,
@@ -132,7 +139,7 @@ export function driftReport(r: DriftResult, opts: CommonOptions, backend: string
     );
     for (const row of run.rows)
       lines.push(
-        `  turn ${String(row.turn).padStart(2)}: summary ${row.summary.length}/${n}, forwarded ${row.forwarded.length}/${n}${row.summary.length < n ? `; summary lost ${r.facts.filter((f) => !row.summary.includes(f)).join(', ')}` : ''}`,
+        `  turn ${String(row.turn).padStart(2)}: summary ${row.summary.length}/${n}, forwarded ${row.forwarded.length}/${n}${row.compacted ? '' : ' (forwarded without a summary block)'}${lost(row)}`,
       );
   }
   return lines;

@@ -28,7 +28,7 @@ export const commonOptions = z.object({
 export type CommonOptions = z.infer<typeof commonOptions>;
 
 /** Parses `--name value` / `--flag` arguments with `schema` (zod is the one validator: HOUSE rule 2). */
-export function parseOptions<S extends z.ZodType>(
+export function parseOptions<S extends z.ZodObject>(
   schema: S,
   args: readonly string[],
   flags: string[],
@@ -36,7 +36,7 @@ export function parseOptions<S extends z.ZodType>(
   const { values } = parseArgs({
     args: args.filter((a) => a !== '--'),
     options: Object.fromEntries(
-      Object.keys((schema as unknown as z.ZodObject).shape).map((k) => [
+      Object.keys(schema.shape).map((k) => [
         k,
         { type: flags.includes(k) ? ('boolean' as const) : ('string' as const) },
       ]),
