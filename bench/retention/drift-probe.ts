@@ -12,6 +12,7 @@ import {
   parseOptions,
   present,
   sendTurn,
+  settingsLine,
   startThrough,
   type ChatMessage,
   type CommonOptions,
@@ -130,7 +131,7 @@ export function driftReport(r: DriftResult, opts: CommonOptions, backend: string
     return gone.length === n ? '; the summary holds none' : `; the summary lost ${gone.join(', ')}`;
   };
   const lines = [
-    `memo drift probe ${new Date().toISOString()}; upstream ${backend}, model ${opts.model}, window ${opts.window} (GUARDIAN_NUM_CTX), other settings default`,
+    `memo drift probe ${new Date().toISOString()}; upstream ${backend}, model ${opts.model}; ${settingsLine(opts)}`,
     `${r.turns} turns, ${n} facts stated in turns 1-3: ${r.facts.join(', ')}`,
   ];
   for (const run of [r.on, r.off]) {

@@ -7,11 +7,12 @@ import { parseArgs } from 'node:util';
 
 import { startStub, type StubBackend } from '@guardian/stub-backend';
 import { createLogger } from '@guardian/telemetry';
+import { request } from 'undici';
 import { z } from 'zod';
 
 import { startGuardian } from '../../apps/guardian/src/bootstrap';
 import { GuardianConfig } from '../../apps/guardian/src/config/guardian-config';
-import { startTap, type Tap, type TapCall } from './tap';
+import { SLOW_BACKEND_MS, startTap, type Tap, type TapCall } from './tap';
 
 export const commonOptions = z.object({
   /** OpenAI-compatible base URL, `/v1` included; unset: the project's stub, started here, in `recall` mode. */
@@ -21,11 +22,31 @@ export const commonOptions = z.object({
   window: z.coerce.number().int().min(2048),
   /** GUARDIAN_SUMMARY_TIMEOUT_MS; a slow CPU backend may need more than the default to write a summary. */
   'summary-timeout-ms': z.coerce.number().int().positive().optional(),
+  /**
+   * GUARDIAN_RESERVE_OUTPUT: a smaller reserve caps the summary at fewer tokens (half the reserve, 256 to 2,048),
+   * which a CPU backend writing a few tokens a second needs; it also raises the budget. Unset: the sidecar's default.
+   */
+  'reserve-output': z.coerce.number().int().positive().optional(),
   /** Sent upstream as `Authorization: Bearer ...` (a hosted backend); never printed. */
   'api-key': z.string().optional(),
   json: z.boolean().default(false),
 });
 export type CommonOptions = z.infer<typeof commonOptions>;
+
+/** The settings a run changed from the sidecar's defaults, for the report's first line. */
+export function settingsLine(
+  opts: Omit<CommonOptions, 'window'> & { window?: number },
+  extra: Record<string, number | undefined> = {},
+): string {
+  const set: Record<string, number | string | undefined> = {
+    GUARDIAN_NUM_CTX: opts.window ?? 'each window',
+    GUARDIAN_RESERVE_OUTPUT: opts['reserve-output'],
+    GUARDIAN_SUMMARY_TIMEOUT_MS: opts['summary-timeout-ms'],
+    ...extra,
+  };
+  const changed = Object.entries(set).filter(([, v]) => v !== undefined);
+  return `${changed.map(([k, v]) => `${k}=${v}`).join(', ')}, every other setting default`;
+}
 
 /** Parses `--name value` / `--flag` arguments with `schema` (zod is the one validator: HOUSE rule 2). */
 export function parseOptions<S extends z.ZodObject>(
@@ -93,6 +114,7 @@ export async function startThrough(
       ...(opts['summary-timeout-ms']
         ? { GUARDIAN_SUMMARY_TIMEOUT_MS: String(opts['summary-timeout-ms']) }
         : {}),
+      ...(opts['reserve-output'] ? { GUARDIAN_RESERVE_OUTPUT: String(opts['reserve-output']) } : {}),
       ...env,
     },
     { version: 'retention', home: dataDir },
@@ -134,8 +156,11 @@ export async function sendTurn(
   maxTokens: number,
 ): Promise<Turn> {
   const before = target.tap?.calls.length ?? 0;
-  const res = await fetch(`${target.base}/chat/completions`, {
+  const res = await request(`${target.base}/chat/completions`, {
     method: 'POST',
+    // A CPU backend can take minutes to summarise and answer; undici's 5-minute default would end the turn.
+    headersTimeout: SLOW_BACKEND_MS,
+    bodyTimeout: SLOW_BACKEND_MS,
     headers: {
       'content-type': 'application/json',
       'x-guardian-session': 'retention',
@@ -150,7 +175,7 @@ export async function sendTurn(
       stream: false,
     }),
   });
-  const text = await res.text();
+  const text = await res.body.text();
   let answer = '';
   try {
     const json = JSON.parse(text) as { choices?: { message?: { content?: unknown } }[] };
@@ -162,7 +187,7 @@ export async function sendTurn(
   }
   const calls = target.tap?.calls.slice(before) ?? [];
   return {
-    status: res.status,
+    status: res.statusCode,
     answer,
     forwarded: calls.filter((c) => !c.summary).at(-1)?.body,
     summaries: calls.filter((c) => c.summary),

@@ -14,6 +14,7 @@ import {
   parseOptions,
   present,
   sendTurn,
+  settingsLine,
   startThrough,
   type Turn,
   type Upstream,
@@ -190,9 +191,8 @@ export function keepFactsReport(
   r: { backend: string; windows: WindowResult[] },
   opts: KeepFactsOptions,
 ): string[] {
-  const ledger = opts['ledger-max-chars'] === undefined ? 'default' : String(opts['ledger-max-chars']);
   const lines = [
-    `keep-facts bench ${new Date().toISOString()}; upstream ${r.backend}, model ${opts.model}; seeds 1-${opts.seeds}; 12 facts (4 pinned, 4 instruction, 4 plain) over 48 turns, then one question each; GUARDIAN_NUM_CTX = window, GUARDIAN_LEDGER_MAX_CHARS ${ledger}, every other setting default`,
+    `keep-facts bench ${new Date().toISOString()}; upstream ${r.backend}, model ${opts.model}; seeds 1-${opts.seeds}; 12 facts (4 pinned, 4 instruction, 4 plain) over 48 turns, then one question each; ${settingsLine(opts, { GUARDIAN_LEDGER_MAX_CHARS: opts['ledger-max-chars'] })}`,
     `${'window'.padEnd(8)}${'kind'.padEnd(13)}${'carried'.padEnd(10)}${'answered'.padEnd(10)}answered with nothing compacted (baseline)`,
   ];
   for (const w of r.windows) {

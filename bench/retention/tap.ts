@@ -6,6 +6,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { SUMMARY_MARKER } from '@guardian/stub-backend';
 import { request } from 'undici';
 
+/** How long one request may wait for a slow backend (a summary on a loaded CPU took over 5 minutes here). */
+export const SLOW_BACKEND_MS = 30 * 60_000;
+
 /** One generation call the sidecar made upstream. */
 export interface TapCall {
   /** True for a summariser call (its prompt carries guardian's marker). */
@@ -69,6 +72,10 @@ export async function startTap(upstream: string): Promise<Tap> {
       method: (req.method ?? 'GET') as 'GET',
       headers,
       body: body.length > 0 ? body : undefined,
+      // The sidecar bounds its own calls (GUARDIAN_SUMMARY_TIMEOUT_MS, GUARDIAN_UPSTREAM_TIMEOUT); the tap must not
+      // cut them shorter with undici's 5-minute default.
+      headersTimeout: SLOW_BACKEND_MS,
+      bodyTimeout: SLOW_BACKEND_MS,
     });
     const answer = Buffer.from(await up.body.arrayBuffer());
     if (req.method === 'POST' && GENERATION.test(req.url ?? '')) {

@@ -3,7 +3,8 @@
  * built outside the repository (docs/WORKS_WITH.md, ../shared/models/README.md) and takes minutes to an hour.
  *
  *   node -r ./test/support/swc-register.js test/retention/run-llama.ts [--gguf FILE] [--window 8192] [--seeds 3]
- *     [--tool both|probe|bench] [--llama-server BIN] [--summary-timeout-ms MS] [--short-replies]
+ *     [--tool both|probe|bench] [--llama-server BIN] [--summary-timeout-ms MS] [--reserve-output TOKENS]
+ *     [--short-replies]
  *
  * It starts llama-server on loopback with a context of exactly the window, then runs the memo drift probe and the
  * keep-facts bench against it, printing their reports. The default model is the tiny random one in
@@ -30,6 +31,7 @@ const schema = z.object({
   seeds: z.coerce.number().int().min(1).default(3),
   tool: z.enum(['both', 'probe', 'bench']).default('both'),
   'summary-timeout-ms': z.coerce.number().int().positive().optional(),
+  'reserve-output': z.coerce.number().int().positive().optional(),
   /** Bias the end-of-sequence token (../shared/models/README.md: `-l 2+1`), as the random model needs. */
   'short-replies': z.boolean().optional(),
 });
@@ -43,6 +45,7 @@ async function main(): Promise<void> {
       seeds: { type: 'string' },
       tool: { type: 'string' },
       'summary-timeout-ms': { type: 'string' },
+      'reserve-output': { type: 'string' },
       'short-replies': { type: 'boolean' },
     },
     strict: true,
@@ -76,6 +79,7 @@ async function main(): Promise<void> {
       window: o.window,
       json: false,
       'summary-timeout-ms': o['summary-timeout-ms'],
+      'reserve-output': o['reserve-output'],
     };
     if (o.tool !== 'bench') {
       const label = { url: upstream, label: backend, close: async () => undefined };
