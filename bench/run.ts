@@ -1,6 +1,7 @@
-// `npm run bench [-- overhead|compaction|archive|memo|precompact|prefix-cache|soak ...]`: the named benchmarks,
-// or all but soak, one after the other (never at once: each one measures a machine it must have to itself). Each
-// writes bench/results/<name>.txt.
+// `npm run bench [-- overhead|compaction|archive|memo|precompact|prefix-cache|keep-facts|soak ...] [-- options]`: the
+// named benchmarks, or all but soak, one after the other (never at once: each one measures a machine it must have to
+// itself). Each writes bench/results/<name>.txt. Arguments after a second `--` go to the named benchmarks
+// (keep-facts: --upstream URL ...).
 import { performance } from 'node:perf_hooks';
 
 import * as archive from './archive-bench';
@@ -10,9 +11,10 @@ import * as overhead from './overhead';
 import * as precompact from './precompact';
 import * as prefixCache from './prefix-cache';
 import * as soak from './soak';
+import * as keepFacts from './retention/keep-facts';
 
 interface Bench {
-  run(): Promise<void>;
+  run(args?: readonly string[]): Promise<void>;
 }
 
 const BENCHES: Record<string, Bench> = {
@@ -22,12 +24,17 @@ const BENCHES: Record<string, Bench> = {
   memo,
   precompact,
   'prefix-cache': prefixCache,
+  'keep-facts': keepFacts,
   soak,
 };
 
 async function main(): Promise<void> {
-  // Names are the bare words; a word right after a `--flag` is that flag's value (`--gap-ms 300`).
-  const args = process.argv.slice(2);
+  // Names are the bare words before a second `--`; a word right after a `--flag` is that flag's value
+  // (`--gap-ms 300`). What follows a second `--` is handed to each benchmark (keep-facts reads its options there).
+  const argv = process.argv.slice(2);
+  const split = argv.indexOf('--');
+  const options = split === -1 ? [] : argv.slice(split + 1);
+  const args = split === -1 ? argv : argv.slice(0, split);
   const asked = args.filter((a, i) => !a.startsWith('-') && !(args[i - 1] ?? '').startsWith('--'));
   const unknown = asked.filter((a) => !(a in BENCHES));
   if (unknown.length > 0) {
@@ -41,7 +48,7 @@ async function main(): Promise<void> {
   for (const name of names) {
     const start = performance.now();
     process.stdout.write(`\n== ${name}\n`);
-    await BENCHES[name]!.run();
+    await BENCHES[name]!.run(options);
     process.stdout.write(`== ${name} took ${((performance.now() - start) / 1000).toFixed(1)} s\n`);
   }
 }

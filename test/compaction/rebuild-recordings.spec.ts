@@ -10,7 +10,7 @@ import type {
 } from '../../apps/guardian/src/compaction/formats/format-adapter';
 import { responsesAdapter } from '../../apps/guardian/src/compaction/formats/responses.adapter';
 import { checkAnthropic, checkResponses, FENCE_TITLE } from '../formats/support/checks';
-import { simulate, type SimSettings } from '../support/compaction-sim';
+import { plantedLedger, simulate, type SimSettings } from '../support/compaction-sim';
 import {
   assistantItem,
   filler,
@@ -37,6 +37,7 @@ const ADAPTERS: Record<Route, FormatAdapter> = {
 
 type Step =
   | { kind: 'user'; chars: number; pin: boolean }
+  | { kind: 'rule'; chars: number }
   | { kind: 'tools'; calls: number; chars: number }
   | { kind: 'assistant'; chars: number };
 
@@ -58,6 +59,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('rule' as const), chars: fc.integer({ min: 0, max: 300 }) }),
+  },
+  {
     weight: 2,
     arbitrary: fc.record({
       kind: fc.constant('assistant' as const),
@@ -71,6 +76,7 @@ const settings: fc.Arbitrary<SimSettings> = fc.record({
   reserve: fc.constantFrom(1024, 4096, 8192),
   fraction: fc.constantFrom(0.1, 0.2, 0.4),
   pinMaxChars: fc.constantFrom(0, 1600),
+  ledgerMaxChars: fc.constantFrom(0, 200, 1200),
   charsPerToken: fc.constant(3.5),
   summaryChars: fc.integer({ min: 40, max: 9000 }),
 });
@@ -106,6 +112,10 @@ function toolItems(route: Route, n: number, calls: number, chars: number): Json[
   ]);
 }
 
+/** A standing instruction the user types at step `n` (ADR 0012); RULE-<n> names it. */
+const rule = (n: number): string => `Never run the step ${n} migration without the RULE-${n} dry run.`;
+const RULE = /Never run the step \d+ migration without the RULE-\d+ dry run\./g;
+
 /** The client's requests, turn by turn: every step that ends in a user message or a tool result is one request. */
 function session(opening: { route: Route; body: Json }, steps: readonly Step[]): Json[] {
   const key = Array.isArray(opening.body.messages) ? 'messages' : 'input';
@@ -117,6 +127,8 @@ function session(opening: { route: Route; body: Json }, steps: readonly Step[]):
       return;
     }
     if (st.kind === 'tools') items = [...items, ...toolItems(opening.route, n, st.calls, st.chars)];
+    else if (st.kind === 'rule')
+      items = [...items, userItem(opening.route, `${filler(st.chars, n)}\n${rule(n)}`)];
     else {
       const pin = st.pin ? `Remember this: the value for step ${n} is FACT-${n}-KEEP. ` : '';
       items = [...items, userItem(opening.route, `${pin}${filler(st.chars, n)}`)];
@@ -172,7 +184,7 @@ describe.each(recordings.map((r) => [`${r.client} ${r.version}`, r] as const))(
     it('forwards valid requests that keep every pin, never grow, and keep the prefix on reused cuts', () => {
       const opening = openingBody(rec, 'Let us start. Remember this: the deploy key is FACT-ZEBRA-7431.');
       const adapter = ADAPTERS[opening.route];
-      const seen = { compacted: 0, reused: 0, spilled: 0 };
+      const seen = { compacted: 0, reused: 0, spilled: 0, ledger: 0 };
       fc.assert(
         fc.property(fc.array(step, { minLength: 3, maxLength: 24 }), settings, (steps, s) => {
           const bodies = session(opening, steps);
@@ -208,9 +220,21 @@ describe.each(recordings.map((r) => [`${r.client} ${r.version}`, r] as const))(
             const shed = t.input!.pins.length - t.plan.pins.length;
             if (shed === 0 && s.pinMaxChars > 0) expect(text).toContain('FACT-ZEBRA-7431');
             for (const pin of t.plan.pins) expect(text).toContain(JSON.stringify(pin).slice(1, -1));
+            // The user's standing instructions from the evicted messages, the newest that fit the cap, are in it
+            // verbatim unless shed (the policy's own property test checks when that may happen).
+            const ledger =
+              s.ledgerMaxChars > 0 ? plantedLedger(conv.messages, t.plan.cut, RULE, s.ledgerMaxChars) : [];
+            if (t.plan.cut > 0) expect(t.input!.ledger).toEqual(ledger);
+            if (ledger.length > 0) seen.ledger += 1;
+            for (const entry of t.plan.ledger) expect(text).toContain(entry);
+            const ledgerShed = (t.input!.ledger?.length ?? 0) - t.plan.ledger.length;
             // Prefix stability: a reused cut places the same bytes before the kept tail.
             const tail = conv.messages.length - t.plan.cut;
-            const now = { cut: t.plan.cut, prefix: prefixOf(json, tail), whole: shed === 0 };
+            const now = {
+              cut: t.plan.cut,
+              prefix: prefixOf(json, tail),
+              whole: shed === 0 && ledgerShed === 0,
+            };
             if (
               t.action === 'reuse' &&
               previous?.cut === now.cut &&
@@ -228,6 +252,7 @@ describe.each(recordings.map((r) => [`${r.client} ${r.version}`, r] as const))(
       expect(seen.compacted).toBeGreaterThan(0);
       expect(seen.reused).toBeGreaterThan(0);
       expect(seen.spilled).toBeGreaterThan(0);
+      expect(seen.ledger).toBeGreaterThan(0);
     }, 60_000);
   },
 );

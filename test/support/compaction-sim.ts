@@ -33,6 +33,8 @@ export interface SimSettings {
   reserve: number;
   fraction: number;
   pinMaxChars: number;
+  /** GUARDIAN_LEDGER_MAX_CHARS (0: the instruction ledger is off). */
+  ledgerMaxChars: number;
   charsPerToken: number;
   /** Characters of filler in every summary the fake summariser writes. */
   summaryChars: number;
@@ -51,7 +53,7 @@ export interface SimTurn {
   action: 'fits' | 'reuse' | 'compact' | 'no-cut';
   /** What went out: undefined when the request was forwarded as the client sent it. */
   plan?: RebuildPlan;
-  /** What the plan was made from (the pins before any shedding, the block renderer). */
+  /** What the plan was made from (the pins and the ledger before any shedding, the block renderer). */
   input?: RebuildInput;
   /** index -> the text forwarded for a spilled message. */
   replaced: Map<number, string>;
@@ -77,6 +79,7 @@ export function simulate(requests: readonly SimRequest[], s: SimSettings): SimTu
       budget,
       pinMaxChars: s.pinMaxChars,
       pinsBy: s.pinMaxChars > 0 ? pinsByMessage(messages) : [],
+      ledgerMaxChars: s.ledgerMaxChars,
     };
     const requestTokens = tokensForChars(requestChars(messages, fixedChars), counter);
     const plan = planCompaction({
@@ -157,4 +160,29 @@ export function simulate(requests: readonly SimRequest[], s: SimSettings): SimTu
     ].join('\n');
   }
   return turns;
+}
+
+/**
+ * The ledger a test expects, from what it planted rather than from the library's rule: every sentence matching
+ * `planted` in a user message before the cut, newest first while they fit `maxChars` (each costing its length plus
+ * its bullet and line break), returned oldest first as the rebuild carries them.
+ */
+export function plantedLedger(
+  messages: readonly NeutralMessage[],
+  cut: number,
+  planted: RegExp,
+  maxChars: number,
+): string[] {
+  const out: string[] = [];
+  let total = 0;
+  for (let i = Math.min(cut, messages.length) - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== 'user') continue;
+    for (const found of [...m.text.matchAll(new RegExp(planted.source, 'g'))].reverse()) {
+      if (total + found[0].length + 3 > maxChars) return out.reverse();
+      total += found[0].length + 3;
+      out.push(found[0]);
+    }
+  }
+  return out.reverse();
 }

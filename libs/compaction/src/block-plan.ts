@@ -1,4 +1,5 @@
 import { evictedIndexes } from './cuts';
+import { carriedLedger } from './ledger';
 import { carriedPins } from './pins';
 import { blockTokens, type RebuildInput } from './rebuild';
 import { capSummary, MAX_BLOCK_SPANS, renderSummaryBlock } from './summary-block';
@@ -29,14 +30,16 @@ export interface BlockContext {
   pinMaxChars: number;
   /** The pins each message asks for (pinsByMessage); empty when pinning is off. */
   pinsBy: readonly (readonly string[])[];
+  /** GUARDIAN_LEDGER_MAX_CHARS (0: the instruction ledger is off). */
+  ledgerMaxChars: number;
 }
 
 /** A span ref as long as real ones (`<yyyymmdd-HHMMSS>-<8 hex>-<8 hex>/NNNN.json`), for sizing a block before it exists. */
 const REF_PLACEHOLDER = `${'0'.repeat(15)}-${'0'.repeat(8)}-${'0'.repeat(8)}/0000.json`;
 
 /**
- * The rebuild's input around a block (or around no cut at all): the summary capped, the pins it carries in shedding
- * order, and how to render it with fewer of them.
+ * The rebuild's input around a block (or around no cut at all): the summary capped, the pins and the instruction
+ * ledger it carries in shedding order, and how to render it with fewer of them.
  */
 export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined): RebuildInput {
   const base = {
@@ -49,31 +52,40 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
   if (!block) return { ...base, cut: 0, pins: [] };
   const summary = capSummary(block.summary, summaryMaxChars(ctx.budget, ctx.counter));
   const evicted = evictedIndexes(ctx.messages, 0, block.cut).length;
+  const pins = carriedPins({
+    byMessage: ctx.pinsBy,
+    cut: block.cut,
+    mustKeep: block.mustKeep,
+    summary,
+    maxChars: ctx.pinMaxChars,
+  });
   return {
     ...base,
     cut: block.cut,
-    pins: carriedPins({
-      byMessage: ctx.pinsBy,
+    pins,
+    // Derived from the messages the client resends, as pins are: the memo stores nothing for it (CONTRACTS §1).
+    ledger: carriedLedger({
+      messages: ctx.messages,
       cut: block.cut,
-      mustKeep: block.mustKeep,
-      summary,
-      maxChars: ctx.pinMaxChars,
+      maxChars: ctx.ledgerMaxChars,
+      carried: pins,
     }),
-    renderBlock: (pins) =>
+    renderBlock: (carriedPins, ledger) =>
       renderSummaryBlock({
         summary,
         evictedMessages: evicted,
         spans: block.spans,
         spanTotal: block.spanTotal,
         deferred: block.deferred,
-        pins,
+        pins: carriedPins,
+        ledger,
       }),
   };
 }
 
 /**
  * An upper bound of the block a new cut at `cut` will place, before its summary exists: a summary of the longest the
- * block carries, every reference slot filled, the line for older spans, and every pin.
+ * block carries, every reference slot filled, the line for older spans, every pin and the whole ledger.
  */
 export function nextBlockSource(ctx: BlockContext, memo: BlockSource | undefined, cut: number): BlockSource {
   return {
@@ -86,8 +98,8 @@ export function nextBlockSource(ctx: BlockContext, memo: BlockSource | undefined
   };
 }
 
-/** Tokens of a block with every pin it may carry: what the planner weighs a cut by. */
+/** Tokens of a block with every pin and ledger entry it may carry: what the planner weighs a cut by. */
 export function fullBlockTokens(ctx: BlockContext, block: BlockSource): number {
   const input = rebuildInput(ctx, block);
-  return blockTokens(input.renderBlock?.(input.pins), ctx.counter);
+  return blockTokens(input.renderBlock?.(input.pins, input.ledger ?? []), ctx.counter);
 }

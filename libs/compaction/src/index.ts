@@ -3,6 +3,7 @@ export * from './budget';
 export * from './checkpoint';
 export * from './cuts';
 export * from './estimate';
+export * from './ledger';
 export * from './pins';
 export * from './planner';
 export * from './prefix-hash';

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 
 import {
+  plantedLedger,
   simulate,
   type SimRequest,
   type SimSettings,
@@ -23,6 +24,7 @@ import type { NeutralMessage } from './types';
  */
 type Op =
   | { kind: 'user'; words: number; pin: boolean; paste: boolean }
+  | { kind: 'rule'; words: number }
   | { kind: 'assistant'; words: number }
   | { kind: 'system'; words: number }
   | { kind: 'calls'; count: number }
@@ -43,6 +45,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant('assistant' as const), words: fc.integer({ min: 2, max: 80 }) }),
   },
   {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('rule' as const), words: fc.integer({ min: 0, max: 40 }) }),
+  },
+  {
     weight: 1,
     arbitrary: fc.record({ kind: fc.constant('system' as const), words: fc.integer({ min: 2, max: 20 }) }),
   },
@@ -59,6 +65,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
 );
+
+/** The standing instruction a `rule` op types at message `i`: RULE-<i> names it. */
+const ruleText = (i: number): string => `From now on, never merge branch ${i} without the RULE-${i} review.`;
+const RULE = /From now on, never merge branch \d+ without the RULE-\d+ review\./g;
 
 function text(words: number, seed: number): string {
   const w = ['queue', 'ledger', 'retry', 'schema', 'export', 'cursor'];
@@ -97,6 +107,9 @@ function build(ops: readonly Op[]): NeutralMessage[] {
         ? Array.from({ length: o.words }, (_, k) => `log ${k} ${text(12, k)}`).join('\n')
         : text(o.words, i);
       out.push(message('user', `${pin}${body}`));
+    } else if (o.kind === 'rule') {
+      // A standing instruction the user typed (ADR 0012), with a marker the test can find in what goes out.
+      out.push(message('user', `${text(o.words, i)}\n${ruleText(i)}`.trim()));
     } else if (o.kind === 'assistant' || o.kind === 'system') {
       out.push(message(o.kind, text(o.words, i)));
     } else if (o.kind === 'calls') {
@@ -128,11 +141,42 @@ const settings: fc.Arbitrary<Settings> = fc.record({
   fraction: fc.double({ min: 0.05, max: 0.5, noNaN: true }),
   fixedChars: fc.integer({ min: 0, max: 800 }),
   pinMaxChars: fc.constantFrom(0, 300, 1600),
+  ledgerMaxChars: fc.constantFrom(0, 150, 1200),
   charsPerToken: fc.constantFrom(1, 2.5, 3.5),
   summaryChars: fc.integer({ min: 40, max: 20000 }),
 });
 
-const sessions = fc.tuple(fc.array(op, { minLength: 4, maxLength: 70 }), settings);
+/**
+ * Sessions where the user keeps typing rules into a small window: a full ledger is a large share of the budget, so
+ * its shedding (the last measure) is reached, not only its carrying.
+ */
+const ruleHeavy: fc.Arbitrary<[Op[], Settings]> = fc.tuple(
+  fc.array(
+    fc.oneof(
+      { weight: 3, arbitrary: op },
+      { weight: 2, arbitrary: fc.constant<Op>({ kind: 'rule', words: 0 }) },
+    ),
+    {
+      minLength: 10,
+      maxLength: 70,
+    },
+  ),
+  fc.record({
+    window: fc.integer({ min: 1200, max: 4000 }),
+    reserve: fc.integer({ min: 100, max: 600 }),
+    fraction: fc.double({ min: 0.05, max: 0.5, noNaN: true }),
+    fixedChars: fc.integer({ min: 0, max: 800 }),
+    pinMaxChars: fc.constantFrom(0, 300),
+    ledgerMaxChars: fc.constant(1200),
+    charsPerToken: fc.constant(1),
+    summaryChars: fc.integer({ min: 40, max: 2000 }),
+  }),
+);
+
+const sessions = fc.oneof(
+  { weight: 3, arbitrary: fc.tuple(fc.array(op, { minLength: 4, maxLength: 70 }), settings) },
+  { weight: 1, arbitrary: ruleHeavy },
+);
 
 type Turn = SimTurn;
 
@@ -148,6 +192,8 @@ function run(full: readonly NeutralMessage[], s: Settings): Turn[] {
 }
 
 const PROPERTY_RUNS = { numRuns: 150 };
+/** The ledger's heading and the line that introduces it: constant, whatever the ledger holds. */
+const LEDGER_LINES_CHARS = 300;
 
 /** True for a message the rebuild would cut to a preview: spillable text longer than the preview and its pointer. */
 function previewable(t: Turn, i: number): boolean {
@@ -156,6 +202,18 @@ function previewable(t: Turn, i: number): boolean {
   const c = t.ctx.counter;
   const room = SPILL_PREVIEW_TOKENS + tokensForChars(spillReserveChars(t.ctx.pinsBy[i] ?? []), c);
   return messageTokens(m, c) > room + tokensForChars(MESSAGE_OVERHEAD_CHARS, c);
+}
+
+/** Tokens of the turn's forwarded request with another block in place of the one it carried. */
+function withBlock(t: Turn, block: string): number {
+  return t.plan!.tokens - blockTokens(t.plan!.block, t.ctx.counter) + blockTokens(block, t.ctx.counter);
+}
+
+/** Every older paste of the kept tail was cut to its preview (the measure before any shedding). */
+function expectOlderPastesCut(t: Turn): void {
+  const newest = newestTyped(t.messages, t.plan!.cut);
+  const spilled = new Set(t.plan!.spills.map((x) => x.index));
+  for (const i of t.plan!.keep) if (i !== newest && previewable(t, i)) expect(spilled.has(i)).toBe(true);
 }
 
 describe('the rebuild policy over random growing sessions', () => {
@@ -194,26 +252,57 @@ describe('the rebuild policy over random growing sessions', () => {
           for (const pin of carried) expect(t.text).toContain(pin);
           const shed = t.input.pins.length - carried.length;
           if (shed === 0) continue;
-          // Shed: every older paste was already cut ...
-          const newest = newestTyped(t.messages, t.plan.cut);
-          const spilled = new Set(t.plan.spills.map((x) => x.index));
-          for (const i of t.plan.keep)
-            if (i !== newest && previewable(t, i)) expect(spilled.has(i)).toBe(true);
-          // ... the request fits without any pin (they were the excess) ...
-          const bare =
-            t.plan.tokens -
-            blockTokens(t.plan.block, t.ctx.counter) +
-            blockTokens(t.input.renderBlock!([]), t.ctx.counter);
-          expect(bare).toBeLessThanOrEqual(t.ctx.budget.budget);
+          // Shed: the whole ledger went first ...
+          expect(t.plan.ledger).toEqual([]);
+          // ... every older paste was already cut ...
+          expectOlderPastesCut(t);
+          // ... the request fits without any pin or ledger entry (they were the excess) ...
+          expect(withBlock(t, t.input.renderBlock!([], []))).toBeLessThanOrEqual(t.ctx.budget.budget);
           // ... and with the last pin shed put back, the request would not fit.
-          const back = t.input.renderBlock!(t.input.pins.slice(shed - 1));
-          const withBack =
-            t.plan.tokens - blockTokens(t.plan.block, t.ctx.counter) + blockTokens(back, t.ctx.counter);
-          expect(withBack).toBeGreaterThan(t.ctx.budget.budget);
+          const back = t.input.renderBlock!(t.input.pins.slice(shed - 1), []);
+          expect(withBlock(t, back)).toBeGreaterThan(t.ctx.budget.budget);
         }
       }),
       PROPERTY_RUNS,
     );
+  }, 60_000);
+
+  it('carries every standing instruction of the evicted messages (newest first within the cap) unless shed, before any pin', () => {
+    const reached = { carried: 0, capped: 0, shed: 0 };
+    fc.assert(
+      fc.property(sessions, ([ops, s]) => {
+        for (const t of run(build(ops), s)) {
+          if (!t.plan?.block || !t.input) continue;
+          // The ledger the block may carry is exactly the instructions typed before the cut, the newest that fit.
+          const expected =
+            s.ledgerMaxChars > 0 ? plantedLedger(t.messages, t.plan.cut, RULE, s.ledgerMaxChars) : [];
+          expect(t.input.ledger).toEqual(expected);
+          if (t.plan.ledger.length > 0) reached.carried += 1;
+          if (expected.length < plantedLedger(t.messages, t.plan.cut, RULE, Infinity).length)
+            reached.capped += 1;
+          // An instruction typed after the cut travels in its own message, never in the ledger.
+          for (const entry of t.input.ledger ?? [])
+            expect(t.plan.keep.every((i) => !t.messages[i]!.text.includes(entry))).toBe(true);
+          for (const entry of t.plan.ledger) expect(t.text).toContain(entry);
+          const shed = (t.input.ledger?.length ?? 0) - t.plan.ledger.length;
+          if (shed === 0) continue;
+          reached.shed += 1;
+          // Shed only as the last measure, and the oldest first: what is carried is the newest of them.
+          expect(t.plan.ledger).toEqual(t.input.ledger!.slice(shed));
+          expectOlderPastesCut(t);
+          expect(withBlock(t, t.input.renderBlock!([], []))).toBeLessThanOrEqual(t.ctx.budget.budget);
+          if (t.plan.pins.length < t.input.pins.length) continue; // the pin property above covers that case
+          // No pin was shed, and with the last ledger entry shed put back (every pin in), the request would not fit.
+          const back = t.input.renderBlock!(t.input.pins, t.input.ledger!.slice(shed - 1));
+          expect(withBlock(t, back)).toBeGreaterThan(t.ctx.budget.budget);
+        }
+      }),
+      PROPERTY_RUNS,
+    );
+    // The runs reached each case: carried, dropped by the cap, shed (a property that never sheds proves nothing).
+    expect(reached.carried).toBeGreaterThan(0);
+    expect(reached.capped).toBeGreaterThan(0);
+    expect(reached.shed).toBeGreaterThan(0);
   }, 60_000);
 
   it('takes a deeper cut before any spill, and spills older pastes before newer ones', () => {
@@ -250,11 +339,15 @@ describe('the rebuild policy over random growing sessions', () => {
               summaryMaxChars(t.ctx.budget, t.ctx.counter) +
               MAX_BLOCK_SPANS * 40 +
               s.pinMaxChars +
-              64 * 3;
+              64 * 3 +
+              s.ledgerMaxChars +
+              LEDGER_LINES_CHARS;
             expect(block.length).toBeLessThanOrEqual(bound);
             // Prefix stability: the same cut reused places the same bytes before the kept tail, unless a pin had to
             // be shed (the last measure, when a request over budget has no later cut to take).
-            const whole = (x: Turn): boolean => x.plan!.pins.length === x.input!.pins.length;
+            const whole = (x: Turn): boolean =>
+              x.plan!.pins.length === x.input!.pins.length &&
+              x.plan!.ledger.length === (x.input!.ledger?.length ?? 0);
             if (t.action === 'reuse' && previous?.plan?.cut === t.plan!.cut && previous.plan.block)
               if (whole(t) && whole(previous)) expect(block).toBe(previous.plan.block);
           }

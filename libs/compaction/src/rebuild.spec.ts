@@ -114,6 +114,34 @@ describe('planRebuild: the order of measures after the cut', () => {
     expect(shed.pins).toEqual([pins[2]]);
   });
 
+  it('sheds the ledger before any pin, oldest first, only while over budget, and only when that makes it fit', () => {
+    // The newest message cannot be cut, so shedding is all that is left.
+    const messages = [
+      m('system', 100),
+      m('user', 900),
+      m('assistant', 20),
+      m('user', 300, { spillable: false }),
+    ];
+    const pins = ['a'.repeat(100), 'b'.repeat(100)];
+    const ledger = ['x'.repeat(100), 'y'.repeat(100), 'z'.repeat(100)];
+    const render = (p: readonly string[], l: readonly string[]): string =>
+      `${block(p)}${l.map((e) => `#${e}`).join('')}`;
+    const base = { cut: 3, pins, ledger, renderBlock: render };
+    const body = 100 + OH + 300 + OH;
+    const at = (p: readonly string[], l: readonly string[]): number =>
+      body + blockTokens(render(p, l), counter);
+    const plan = (budget: number) => planRebuild(input(messages, budget, base));
+    expect(plan(at(pins, ledger))).toMatchObject({ pins, ledger });
+    expect(plan(at(pins, ledger) - 1)).toMatchObject({ pins, ledger: ledger.slice(1) });
+    expect(plan(at(pins, ledger.slice(2)))).toMatchObject({ pins, ledger: ledger.slice(2) });
+    expect(plan(at(pins, []))).toMatchObject({ pins, ledger: [] });
+    expect(plan(at(pins.slice(1), []))).toMatchObject({ pins: pins.slice(1), ledger: [] });
+    // Over budget even without any of them: nothing is shed, since shedding would lose words and gain nothing.
+    const hopeless = plan(at([], []) - 1);
+    expect(hopeless).toMatchObject({ pins, ledger });
+    expect(hopeless.block).toBe(render(pins, ledger));
+  });
+
   it('places no block when nothing is evicted', () => {
     const plan = planRebuild(input([m('user', 10)], 5, { renderBlock: block, pins: ['p'] }));
     expect(plan.block).toBeUndefined();

@@ -22,10 +22,12 @@ export interface RebuildInput {
   budget: number;
   /** Messages before this index (system messages excepted) are evicted; 0 evicts nothing and places no block. */
   cut: number;
-  /** Renders the summary block carrying `pins`. Required when `cut` > 0. */
-  renderBlock?: (pins: readonly string[]) => string;
+  /** Renders the summary block carrying `pins` and `ledger`. Required when `cut` > 0. */
+  renderBlock?: (pins: readonly string[], ledger: readonly string[]) => string;
   /** Pins the block may carry, in shedding order: the first is shed first (carriedPins). */
   pins: readonly string[];
+  /** The instruction ledger the block may carry, in shedding order (carriedLedger); shed before any pin. */
+  ledger?: readonly string[];
   /** The pins each message asks for (pinsByMessage): a spilled message carries them, and they take its room. */
   pinsBy?: readonly (readonly string[])[];
 }
@@ -45,6 +47,8 @@ export interface RebuildPlan {
   block?: string;
   /** The pins the block carries (after any shedding). */
   pins: string[];
+  /** The ledger entries the block carries (after any shedding). */
+  ledger: string[];
   spills: SpillOrder[];
   /** Estimated tokens of the rebuilt request, each spilled message at its room (an upper bound). */
   tokens: number;
@@ -66,9 +70,10 @@ export function newestTyped(messages: readonly NeutralMessage[], from: number): 
 
 /**
  * The rebuild around one cut (CONTRACTS §3, order of measures, after the planner chose the cut): keep the system
- * messages and the tail; place the block with every pin; while over budget, cut older pastes to a preview, oldest
- * first; then the newest typed message, only when it alone exceeds what is left; shed pins last of all, in order,
- * and only when the request fits without them (every pin is carried unless the pins themselves are the excess).
+ * messages and the tail; place the block with every pin and ledger entry; while over budget, cut older pastes to a
+ * preview, oldest first; then the newest typed message, only when it alone exceeds what is left; then shed the
+ * ledger, then the pins, each oldest first, and only when the request fits without them (what the user said is
+ * carried unless it is itself the excess: ADR 0008, ADR 0012).
  * Pure: the spills' archive writes and texts happen after, from `spills` (see {@link rebuiltTokens}).
  */
 export function planRebuild(input: RebuildInput): RebuildPlan {
@@ -80,7 +85,9 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
   let body = tokensForChars(input.fixedChars, counter);
   for (const i of keep) body += messageTokens(messages[i]!, counter);
   let pins = [...input.pins];
-  let block = cut > 0 ? input.renderBlock?.(pins) : undefined;
+  let ledger = [...(input.ledger ?? [])];
+  const render = (): string | undefined => (cut > 0 ? input.renderBlock?.(pins, ledger) : undefined);
+  let block = render();
   const total = (): number => body + blockTokens(block, counter);
   const overhead = tokensForChars(MESSAGE_OVERHEAD_CHARS, counter);
   const spills: SpillOrder[] = [];
@@ -104,7 +111,7 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
     const least = MIN_SPILL_ROOM_TOKENS + reserve(newest);
     // Worth cutting only if the room would reach the least useful once every pin is shed; the pins then go last,
     // and only as far as the budget needs. Where the fixed part alone nearly fills the budget, it stays whole.
-    const bareBlock = block === undefined ? 0 : blockTokens(input.renderBlock?.([]), counter);
+    const bareBlock = block === undefined ? 0 : blockTokens(input.renderBlock?.([], []), counter);
     const roomBare = budget - (total() - blockTokens(block, counter) + bareBlock - t) - overhead;
     const room = Math.max(budget - (total() - t) - overhead, least);
     if (roomBare >= least && t > room + overhead) {
@@ -112,17 +119,21 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
       body -= t - (room + overhead);
     }
   }
-  // Pins go last, and only when they are what stands between the request and the budget: shedding them from a
-  // request that would not fit without any of them loses the user's facts and gains nothing.
-  const withoutPins = (): number => body + blockTokens(input.renderBlock?.([]), counter);
-  if (block !== undefined && pins.length > 0 && total() > budget && withoutPins() <= budget) {
+  // The ledger, then the pins, go last, and only when they are what stands between the request and the budget:
+  // shedding them from a request that would not fit without any of them loses the user's words and gains nothing.
+  const bare = (): number => body + blockTokens(input.renderBlock?.([], []), counter);
+  if (block !== undefined && pins.length + ledger.length > 0 && total() > budget && bare() <= budget) {
+    while (ledger.length > 0 && total() > budget) {
+      ledger = ledger.slice(1);
+      block = render();
+    }
     while (pins.length > 0 && total() > budget) {
       pins = pins.slice(1);
-      block = input.renderBlock?.(pins);
+      block = render();
     }
   }
   spills.sort((a, b) => a.index - b.index);
-  return { cut, keep, block, pins, spills, tokens: total() };
+  return { cut, keep, block, pins, ledger, spills, tokens: total() };
 }
 
 /** Tokens of the rebuilt request once the spilled texts are known (`replaced`: index -> the text forwarded). */

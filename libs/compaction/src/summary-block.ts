@@ -1,3 +1,4 @@
+import { LEDGER_HEADING } from './ledger';
 import { neutraliseFences } from './summary-prompt';
 
 /** The fence around the summary guardian places in a forwarded request. */
@@ -24,6 +25,8 @@ export interface SummaryBlockInput {
   /** True when the latest stretch could not be archived yet (CONTRACTS §2.3). */
   deferred: boolean;
   pins: readonly string[];
+  /** The instruction ledger, oldest first as carried (carriedLedger); shown newest first after the pins. */
+  ledger?: readonly string[];
   /** The most characters of summary the block carries (see {@link capSummary}); unbounded when undefined. */
   summaryMaxChars?: number;
 }
@@ -45,7 +48,8 @@ export function capSummary(summary: string, maxChars: number): string {
  * The text that stands in for the evicted messages. It is fenced and labelled as archived data, not instructions
  * (docs/adr/0002-summary-as-fenced-data.md): the summary is model-written text about a past conversation and must
  * not gain the authority of the system prompt it is appended to. It names where the newest originals are and how to
- * read them (never an absolute path, never a span that is not written), and carries the pinned facts verbatim.
+ * read them (never an absolute path, never a span that is not written), and carries the pinned facts and the user's
+ * standing instructions verbatim.
  * Its size is bounded whatever the session's length: at most MAX_BLOCK_SPANS references and a capped summary.
  */
 export function renderSummaryBlock(input: SummaryBlockInput): string {
@@ -69,6 +73,11 @@ export function renderSummaryBlock(input: SummaryBlockInput): string {
     lines.push(
       `${unnamed} earlier span(s) are not named here: the MCP tools list_digests and list_spans list them.`,
     );
+  // The fence marks model-written text as data (ADR 0002); the ledger is the user's own words, which still govern.
+  if ((input.ledger?.length ?? 0) > 0)
+    lines.push(
+      "The standing instructions listed last are the user's own words from those messages, quoted verbatim: they still apply unless a later message changes them.",
+    );
   if (named.length > 0 && input.deferred)
     lines.push(
       'The latest stretch is not archived yet (the archive could not be written); a later turn archives it.',
@@ -76,6 +85,11 @@ export function renderSummaryBlock(input: SummaryBlockInput): string {
   lines.push(`<<<${ARCHIVE_FENCE}`, neutraliseFences(summary));
   if (input.pins.length > 0) {
     lines.push('', PINS_HEADING, ...input.pins.map((p) => `- ${neutraliseFences(p)}`));
+  }
+  // Newest first: where the user changed their mind ("use npm", later "use pnpm"), the rule that holds comes first.
+  const ledger = [...(input.ledger ?? [])].reverse();
+  if (ledger.length > 0) {
+    lines.push('', LEDGER_HEADING, ...ledger.map((s) => `- ${neutraliseFences(s)}`));
   }
   lines.push(`${ARCHIVE_FENCE}>>>`);
   return lines.join('\n');

@@ -2,11 +2,12 @@ import { chatEvents, chatJson } from './chat-reply';
 import { messagesEvents, messagesJson } from './messages-reply';
 import { overflowAnswer } from './overflow';
 import { promptText } from './prompt-text';
+import { recallReply } from './recall-answer';
 import type { ReplyPlan } from './reply-plan';
 import { responsesEvents, responsesJson } from './responses-reply';
 import { isSummaryPrompt, summaryText } from './summary';
 import { countPromptText, countTokens } from './token-count';
-import type { GenerationRoute, RecordedRequest, StubFlavor, StubReply } from './types';
+import type { GenerationRoute, RecordedRequest, StubAnswerMode, StubFlavor, StubReply } from './types';
 
 /** What a generation request is answered with: a JSON body, or SSE events (written by the server). */
 export type GenerationAnswer =
@@ -24,6 +25,7 @@ export interface GenerationContext {
   reply?: (req: RecordedRequest) => StubReply | undefined;
   /** Answer summary requests with a few characters, as a small model that cannot summarise does. */
   shortSummaries: boolean;
+  answer: StubAnswerMode;
 }
 
 type Obj = Record<string, unknown>;
@@ -56,7 +58,7 @@ function replyTokens(reply: StubReply): number {
  * Answers one chat / messages / responses request. Order: a pending `failNext`, then the hard window (a
  * pending `overflowNext`, or promptTokens > window: the completion budget is NOT added, so tests reason
  * about the prompt alone), then the reply (summary requests get the stub summary; others the scripted
- * `reply`, else `ok: <n> messages received`).
+ * `reply`, else the answer mode's: `ok: <n> messages received`, or the recalled fact).
  */
 export function answerGeneration(
   route: GenerationRoute,
@@ -82,7 +84,10 @@ export function answerGeneration(
 
   const reply: StubReply = record.isSummary
     ? { text: ctx.shortSummaries ? 'Ok.' : summaryText(prompt) }
-    : (ctx.reply?.(record) ?? { text: `ok: ${prompt.clientMessages} messages received` });
+    : (ctx.reply?.(record) ??
+      (ctx.answer === 'recall'
+        ? { text: recallReply(prompt) }
+        : { text: `ok: ${prompt.clientMessages} messages received` }));
   const streamOptions = isObj(body.stream_options) ? body.stream_options : {};
   const plan: ReplyPlan = {
     seq: ctx.nextSeq(),

@@ -6,6 +6,7 @@ export type {
   GenerationRoute,
   RecordedRequest,
   StubBackend,
+  StubAnswerMode,
   StubFlavor,
   StubOptions,
   StubReply,

@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
-import { FLAVORS } from './stub-options';
+import { ANSWER_MODES, FLAVORS } from './stub-options';
 import { startStub } from './stub-server';
 import type { StubBackend } from './types';
 
@@ -24,6 +24,7 @@ const optionsSchema = z.object({
   window: z.coerce.number().int().positive(),
   flavor: z.enum(FLAVORS),
   model: z.string().min(1),
+  answer: z.enum(ANSWER_MODES),
 });
 
 const NAME = 'stub-backend';
@@ -57,6 +58,14 @@ export async function runStubCli(argv: string[], io: StubCliIo): Promise<StubCli
       new Option('--model <name>', 'model name it serves and reports').default(
         io.env.STUB_MODEL ?? 'stub-model',
       ),
+    )
+    .addOption(
+      new Option(
+        '--answer <mode>',
+        'ok: "ok: <n> messages received"; recall: answer questions about FACT- tokens from the request',
+      )
+        .choices(ANSWER_MODES)
+        .default(io.env.STUB_ANSWER ?? 'ok'),
     )
     .helpOption('-h, --help', 'show this help')
     .exitOverride()

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RecordedRequest, StubFlavor, StubOptions, StubReply } from './types';
+import type { RecordedRequest, StubAnswerMode, StubFlavor, StubOptions, StubReply } from './types';
 
 /** Stable error codes the stub throws (house rule 4). */
 export type StubErrorCode = 'STUB_INVALID_OPTIONS' | 'STUB_LISTEN_FAILED';
@@ -16,6 +16,7 @@ export class StubError extends Error {
 }
 
 export const FLAVORS = ['vllm', 'llamacpp', 'ollama', 'lmstudio', 'litellm', 'anthropic', 'none'] as const;
+export const ANSWER_MODES = ['ok', 'recall'] as const;
 
 const optionsSchema = z.object({
   window: z.number().int().positive().default(8192),
@@ -31,6 +32,7 @@ const optionsSchema = z.object({
   summaryDelayMs: z.number().int().min(0).default(0),
   shortSummaries: z.boolean().default(false),
   maxRecorded: z.number().int().min(0).default(10_000),
+  answer: z.enum(ANSWER_MODES).default('ok'),
 });
 
 /** Options with every default applied. */
@@ -48,6 +50,7 @@ export interface ResolvedOptions {
   summaryDelayMs: number;
   shortSummaries: boolean;
   maxRecorded: number;
+  answer: StubAnswerMode;
   reply?: (req: RecordedRequest) => StubReply | undefined;
 }
 

@@ -210,6 +210,7 @@ class StubServer implements StubBackend {
       shortSummaries: this.options.shortSummaries,
       model: this.options.model,
       reply: this.options.reply,
+      answer: this.options.answer,
       nextSeq: () => ++this.seq,
       takeFailure: () => this.failures.shift(),
       takeForcedOverflow: () => this.overflows.shift(),

@@ -1,6 +1,13 @@
 /** Which real backend the stub imitates: its window-discovery endpoints and its overflow body. */
 export type StubFlavor = 'vllm' | 'llamacpp' | 'ollama' | 'lmstudio' | 'litellm' | 'anthropic' | 'none';
 
+/**
+ * How the stub answers a generation request that no `reply` script answers: `ok` names how many messages it received;
+ * `recall` answers the last user message with the `FACT-...` token of the best-matching sentence elsewhere in the
+ * request (recall-answer.ts), so retention benchmarks can score answers without a model.
+ */
+export type StubAnswerMode = 'ok' | 'recall';
+
 /** The generation APIs the stub answers (and counts prompts for). */
 export type GenerationRoute = 'chat' | 'messages' | 'responses';
 
@@ -27,6 +34,8 @@ export interface StubOptions {
   tokenizeTools?: boolean;
   /** Serve `POST /v1/messages/count_tokens`. Default true. */
   countTokensEndpoint?: boolean;
+  /** What a request no `reply` script answers gets (see {@link StubAnswerMode}). Default `'ok'`. */
+  answer?: StubAnswerMode;
   /** Scripted reply for non-summary generation requests; `undefined` falls back to the default reply. */
   reply?: (req: RecordedRequest) => StubReply | undefined;
   /** Milliseconds added before every answer. Default 0. */

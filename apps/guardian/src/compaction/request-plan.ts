@@ -39,6 +39,7 @@ export function requestPlanInput(
     budget,
     pinMaxChars,
     pinsBy: pinMaxChars > 0 ? pinsByMessage(conv.messages) : [],
+    ledgerMaxChars: env.GUARDIAN_LEDGER_MAX_CHARS,
   };
   const base: Omit<PlanInput, 'memo'> = {
     messages: conv.messages,

@@ -24,6 +24,7 @@ describe('GuardianConfig', () => {
       GUARDIAN_TOOL_ARG_CHARS: 300,
       GUARDIAN_SUMMARY_MEMO: true,
       GUARDIAN_PIN_MAX_CHARS: 1600,
+      GUARDIAN_LEDGER_MAX_CHARS: 1200,
       GUARDIAN_DRY_RUN: false,
       GUARDIAN_CAPTURE: 'off',
       GUARDIAN_MAX_SESSIONS: 1024,
