@@ -1,16 +1,18 @@
 import 'reflect-metadata';
 
 import { mkdir } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, FastifyServerFactoryHandler } from 'fastify';
 
 import { MemoStore, RedisMemoStore } from '@guardian/memo';
 import { GuardianMetrics } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
 
 import { AppModule } from './app.module';
+import { isOwnEndpoint, PROXIED_METHODS, ProxyFront } from './proxy/proxy-front';
 import { ProxyService } from './proxy/proxy.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
@@ -19,16 +21,6 @@ import { apiStyleOf, errorBody, ownedRoute } from './http/api-style';
 import { keepRawBodies } from './http/raw-body';
 import { Observability } from './observability/observability';
 import type { GuardianLogger } from './observability/guardian-logger';
-
-/** Methods forwarded upstream (RFC 9110 §9 plus PATCH); CONNECT and TRACE are not proxied. */
-const PROXIED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
-
-const OWN_ENDPOINTS = ['/healthz', '/readyz', '/metrics', '/favicon.ico'];
-
-function isOwnEndpoint(url: string): boolean {
-  const path = url.split('?', 1)[0] ?? '';
-  return path === '/guardian' || path.startsWith('/guardian/') || OWN_ENDPOINTS.includes(path);
-}
 
 export interface RunningGuardian {
   app: NestFastifyApplication;
@@ -58,15 +50,27 @@ export async function startGuardian(
       'span folder could not be created at boot; spans are deferred until the volume takes them',
     ),
   );
+  // The proxied paths are served by a node:http front that runs before Fastify (ADR 0013); it exists once the
+  // app's providers do, and until then (never while listening) every request is Fastify's.
+  const edge: { front?: ProxyFront } = {};
   const adapter = new FastifyAdapter({
     bodyLimit: env.GUARDIAN_MAX_BODY_BYTES,
     // Clients and SDKs send a request id; reuse it in logs so a request can be followed across hops.
     requestIdHeader: 'x-request-id',
-    // Hand the upstream's answer back as it arrives, however long the summariser or the model takes.
-    connectionTimeout: 0,
-    keepAliveTimeout: 75_000,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
+    serverFactory: (handler: FastifyServerFactoryHandler) => {
+      const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+        if (edge.front?.owns(req)) edge.front.serve(req, res);
+        else handler(req, res);
+      });
+      // Hand the upstream's answer back as it arrives, however long the summariser or the model takes: no socket
+      // or request timeout (what Fastify's connectionTimeout 0 and requestTimeout 0 set on its own server).
+      server.setTimeout(0);
+      server.requestTimeout = 0;
+      server.keepAliveTimeout = 75_000;
+      return server;
+    },
   });
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot({ config, logger, runtime }),
@@ -78,15 +82,19 @@ export async function startGuardian(
   );
   const fastify = app.getHttpAdapter().getInstance();
   keepRawBodies(fastify, env.GUARDIAN_MAX_BODY_BYTES);
-  // Everything guardian does not own goes upstream: every method, every path. A plain Fastify route rather than a
-  // Nest controller, because this is the hot path and Nest's per-request pipeline (guards, pipes, interceptors:
-  // none used here) costs ~10% of the sidecar's CPU per request (docs/BENCHMARKS.md). Guardian's own routes are
-  // static and win over the wildcard.
   // Guardian's own endpoints count as route "guardian" (the proxy path counts its own outcomes).
   const metrics = app.get(GuardianMetrics);
   // DNS rebinding (CONTRACTS §6): on a loopback bind every route checks Host and Origin before anything else runs,
-  // the proxied ones included; a refused request is never read, parsed or forwarded.
+  // the proxied ones included (in the front); a refused request is never read, parsed or forwarded.
   const gate = new HostGate(config);
+  // Everything guardian does not own goes upstream: every method, every path, through the node:http front.
+  edge.front = new ProxyFront({
+    proxy: app.get(ProxyService),
+    gate,
+    metrics,
+    logger,
+    bodyLimit: env.GUARDIAN_MAX_BODY_BYTES,
+  });
   fastify.addHook('onRequest', (req, reply, done) => {
     const refusal = gate.verdict(req.method, req.headers);
     if (!refusal) return done();
@@ -104,18 +112,17 @@ export async function startGuardian(
     if (closing) void reply.header('connection', 'close');
     done(null, payload);
   });
+  // Fastify answers 503 to requests that arrive once it is closing; the front does the same for the proxied ones.
+  fastify.addHook('preClose', (done) => {
+    edge.front?.refuseNew();
+    done();
+  });
   fastify.addHook('onResponse', (req, reply, done) => {
     if (isOwnEndpoint(req.url)) {
       metrics.requests.inc({ route: 'guardian', outcome: reply.statusCode >= 400 ? 'refused' : 'served' });
     }
     done();
   });
-  const proxy = app.get(ProxyService);
-  // Returning the reply tells Fastify the handler sent it (a streamed body may not have started yet).
-  const forward = async (req: FastifyRequest, reply: FastifyReply) => {
-    await proxy.handle(req, reply);
-    return reply;
-  };
   // `/guardian/*` is guardian's own namespace (CONTRACTS §5): a path there it does not serve (or a method it does not
   // take) is its own 404, never the upstream's business. Its static routes win over this wildcard.
   const notFound = async (req: FastifyRequest, reply: FastifyReply) =>
@@ -125,10 +132,9 @@ export async function startGuardian(
       .send(
         errorBody(apiStyleOf(req.url, req.headers), 404, 'GUARDIAN_NOT_FOUND', 'no such guardian endpoint'),
       );
-  fastify.route({ method: PROXIED_METHODS, url: '/guardian', handler: notFound, exposeHeadRoute: false });
-  fastify.route({ method: PROXIED_METHODS, url: '/guardian/*', handler: notFound, exposeHeadRoute: false });
-  fastify.route({ method: PROXIED_METHODS, url: '/', handler: forward, exposeHeadRoute: false });
-  fastify.route({ method: PROXIED_METHODS, url: '/*', handler: forward, exposeHeadRoute: false });
+  const methods = [...PROXIED_METHODS];
+  fastify.route({ method: methods, url: '/guardian', handler: notFound, exposeHeadRoute: false });
+  fastify.route({ method: methods, url: '/guardian/*', handler: notFound, exposeHeadRoute: false });
   await app.listen(opts.port ?? env.GUARDIAN_PORT, env.GUARDIAN_HOST);
   const memo = app.get(MemoStore);
   // The store logs its own warning naming the target and the cause; requests are served from the local memo.
@@ -145,6 +151,7 @@ export async function startGuardian(
       // Requests in flight (a long SSE answer) get `graceMs` to finish, then their connections are closed:
       // Kubernetes sends SIGKILL 30 s after SIGTERM by default.
       closing = true;
+      edge.front?.drain();
       const timer = setTimeout(() => fastify.server.closeAllConnections(), graceMs);
       timer.unref();
       // Node closes the connections that are idle when close() is called, but one whose answer had already started

@@ -13,6 +13,8 @@ export interface PrepareInput {
   route: OwnedRoute;
   url: string;
   headers: IncomingHttpHeaders;
+  /** The headers that go upstream (requestHeadersForUpstream), computed once at the edge. */
+  upstreamHeaders: HeaderMap;
   body: Buffer;
   /** X-Guardian-Session as read once at the edge (it also decides a GUARDIAN_SESSION_HEADER_REQUIRED refusal). */
   sessionHeader: SessionHeader;

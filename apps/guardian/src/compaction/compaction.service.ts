@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
 import { genAiAttributes, withSpan } from '@guardian/telemetry';
-import { requestHeadersForUpstream } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
@@ -52,6 +51,17 @@ export class CompactionService {
     }
   }
 
+  /** A request decided without parsing, or undefined when only the full path can decide it (ADR 0013). */
+  fastPath(_input: PrepareInput): Exchange | undefined {
+    return undefined;
+  }
+
+  /** The exchange with its request parsed and measured: a fast-path exchange is prepared in full (for recovery). */
+  async complete(exchange: Exchange): Promise<Exchange> {
+    if (exchange.req.ctx || !exchange.fast) return exchange;
+    return this.prepare(exchange.req.input);
+  }
+
   private exchange(req: ConstructorParameters<typeof Exchange>[1]): Exchange {
     return new Exchange(
       { obs: this.obs, bookkeeping: this.bookkeeping, precompactor: this.precompactor },
@@ -84,7 +94,7 @@ export class CompactionService {
     if (session.ignored) this.obs.metrics.sessionHeaderIgnored.inc({ reason: session.ignored.reason });
     const dryHeader = input.headers['x-guardian-dry-run'];
     const dryRun = this.config.env.GUARDIAN_DRY_RUN || dryHeader === '1' || dryHeader === 'true';
-    const auth = pickAuth(requestHeadersForUpstream(input.headers));
+    const auth = pickAuth(input.upstreamHeaders);
 
     let ctx: RequestContext;
     try {

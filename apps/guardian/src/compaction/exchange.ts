@@ -31,6 +31,8 @@ export class Exchange {
   private readonly started = performance.now();
   private firstByteMs = 0;
   private finished = false;
+  /** Decided by the fast path (no parse): recovery prepares it in full first. */
+  readonly fast = false;
 
   constructor(
     private readonly deps: ExchangeDeps,

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { tracer } from '@guardian/telemetry';
 
@@ -15,10 +14,12 @@ import {
 import { GuardianConfig } from '../config/guardian-config';
 import { apiStyleOf, errorBody, ownedRoute } from '../http/api-style';
 import { CompactionService } from '../compaction/compaction.service';
+import type { Exchange } from '../compaction/exchange';
 import { OverflowRecovery } from '../compaction/overflow-recovery';
 import { readSessionHeader, sessionRequiredMessage } from '../compaction/session';
 import { Observability } from '../observability/observability';
 import { requestTiming, type RequestTiming } from '../observability/request-timing';
+import type { ProxiedRequest, ProxyHandler } from './proxy-front';
 
 /**
  * The request path, top to bottom: read the body guardian was given (raw bytes), let compaction decide what to
@@ -26,7 +27,7 @@ import { requestTiming, type RequestTiming } from '../observability/request-timi
  * answer back as it arrives. An upstream that rejects a compacted-or-not request as too long gets one retry.
  */
 @Injectable()
-export class ProxyService {
+export class ProxyService implements ProxyHandler {
   constructor(
     private readonly config: GuardianConfig,
     private readonly upstream: UpstreamClient,
@@ -38,142 +39,163 @@ export class ProxyService {
   /**
    * One `guardian.request` span around the whole exchange (issue 6 item 4); the compaction, summariser and
    * archive spans nest inside it. It ends when the response is done, not when this returns: the body streams on.
+   * Its attributes are set only when a tracer SDK records it (with none, the span is a no-op: ADR 0013).
    */
-  async handle(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const url = req.raw.url ?? req.url;
-    const route = ownedRoute(req.method, url);
-    await tracer().startActiveSpan(
-      'guardian.request',
-      { attributes: { 'http.request.method': req.method, 'guardian.route': route ?? 'other' } },
-      async (span) => {
-        reply.raw.once('close', () => {
-          span.setAttribute('http.response.status_code', reply.raw.statusCode);
-          span.end();
+  async handle(p: ProxiedRequest): Promise<void> {
+    const route = ownedRoute(p.req.method ?? 'GET', p.url);
+    await tracer().startActiveSpan('guardian.request', async (span) => {
+      const recording = span.isRecording();
+      if (recording)
+        span.setAttributes({
+          'http.request.method': p.req.method ?? 'GET',
+          'guardian.route': route ?? 'other',
         });
-        await this.forward(req, reply, url, route);
-      },
-    );
+      await this.forward(p, route, () => {
+        if (recording) span.setAttribute('http.response.status_code', p.res.statusCode);
+        span.end();
+      });
+    });
   }
 
   private async forward(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    url: string,
+    p: ProxiedRequest,
     route: ReturnType<typeof ownedRoute>,
+    onClose: () => void,
   ): Promise<void> {
+    const { req, res, url } = p;
     const started = performance.now();
-    const clientBody = Buffer.isBuffer(req.body) ? req.body : undefined;
 
     // A client that goes away aborts the upstream request (and any summariser call it is waiting on).
     const abort = new AbortController();
-    reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) abort.abort();
-    });
-
-    // Read from the separate header lines: `req.headers` would already have joined two of them with ", ".
-    const sessionHeader = readSessionHeader(req.raw.headersDistinct['x-guardian-session']);
-    if (route && this.config.env.GUARDIAN_SESSION_HEADER_REQUIRED && sessionHeader.kind !== 'value') {
-      this.obs.metrics.requests.inc({ route, outcome: 'refused' });
-      void reply
-        .status(400)
-        .header('content-type', 'application/json')
-        .send(
-          errorBody(
-            apiStyleOf(url, req.headers),
-            400,
-            'GUARDIAN_SESSION_REQUIRED',
-            sessionRequiredMessage(sessionHeader),
-          ),
-        );
-      return;
-    }
-
-    const headers = requestHeadersForUpstream(req.headers);
-    const path = upstreamPathFor(url, this.config.upstream.basePath);
-    // Guardian's own calls to the upstream while preparing (window, /tokenize, summaries) are timed apart.
-    const timing: RequestTiming = { upstreamWaitMs: 0 };
-    const exchange =
-      route && clientBody
-        ? await requestTiming.run(timing, () =>
-            this.compaction.prepare({
-              route,
-              url,
-              headers: req.headers,
-              body: clientBody,
-              sessionHeader,
-              signal: abort.signal,
-              reqId: req.id,
-            }),
-          )
-        : undefined;
-    const preparedMs = performance.now() - started - timing.upstreamWaitMs;
-
-    let res: UpstreamResponse;
-    try {
-      res = await this.upstream.request({
-        method: req.method,
-        path,
-        headers,
-        body: exchange ? exchange.body : clientBody,
-        signal: abort.signal,
-      });
-      if (exchange && res.status >= 400) {
-        res = await this.recovery.recover(exchange, res, (body) =>
-          this.upstream.request({ method: req.method, path, headers, body, signal: abort.signal }),
-        );
-      }
-    } catch (err) {
-      const e = err instanceof UpstreamError ? err : undefined;
-      if (exchange) exchange.finish({ status: e?.status ?? 502, upstreamError: true });
-      else this.obs.metrics.requests.inc({ route: 'other', outcome: 'upstream_error' });
-      if (abort.signal.aborted || e?.code === 'UPSTREAM_ABORTED') {
-        this.obs.logger.debug({ reqId: req.id }, 'client went away before the upstream answered');
-        return;
-      }
-      const status = e?.status ?? 502;
-      const code = e?.code ?? 'UPSTREAM_UNREACHABLE';
-      this.obs.logger.warn({ reqId: req.id, code, path: path.split('?')[0] }, 'upstream request failed');
-      void reply
-        .status(status)
-        .header('content-type', 'application/json')
-        .send(
-          errorBody(
-            apiStyleOf(url, req.headers),
-            status,
-            code,
-            e?.message ?? 'the upstream could not be reached',
-          ),
-        );
-      return;
-    }
-
     // The answer ends one of three ways: whole ('end'), cut by the client ('close' first), or broken by the upstream
     // after its status line ('error'). Only the last is an upstream error (issue 12 defect 8: it was counted as
     // a success); the first of them decides, the others are ignored.
-    const status = res.status;
-    let settled = false;
+    const answer: { status?: number; exchange?: Exchange; settled?: boolean } = {};
     const settle = (upstreamError: boolean): void => {
-      if (settled) return;
-      settled = true;
-      if (exchange) exchange.finish({ status, upstreamError });
+      if (answer.status === undefined || answer.settled) return;
+      answer.settled = true;
+      if (answer.exchange) answer.exchange.finish({ status: answer.status, upstreamError });
       else
         this.obs.metrics.requests.inc({
           route: 'other',
           outcome: upstreamError ? 'upstream_error' : 'passthrough',
         });
     };
-    if (exchange) exchange.observe(res, { overheadMs: preparedMs });
-    res.body.once('end', () => settle(false));
-    reply.raw.once('close', () => settle(false));
-    reply.status(status).headers(responseHeadersForClient(res.headers));
-    if (exchange) reply.headers(exchange.responseHeaders);
-    // Registered before reply.send, so this runs before Fastify's own handler destroys the response.
-    res.body.once('error', (err: Error) => {
-      settle(true);
-      this.obs.logger.warn({ reqId: req.id, err: err.message }, 'upstream body failed mid-stream');
-      reply.raw.destroy(err);
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort();
+      settle(false);
+      onClose();
     });
-    // Fastify pipes the stream and ends the response; the handler does not wait for the body to finish.
-    void reply.send(res.body);
+
+    // Read from the separate header lines only when there is one: `headersDistinct` builds an object for every header.
+    const sessionHeader = readSessionHeader(
+      req.headers['x-guardian-session'] === undefined ? undefined : req.headersDistinct['x-guardian-session'],
+    );
+    if (route && this.config.env.GUARDIAN_SESSION_HEADER_REQUIRED && sessionHeader.kind !== 'value') {
+      this.obs.metrics.requests.inc({ route, outcome: 'refused' });
+      const body = errorBody(
+        apiStyleOf(url, req.headers),
+        400,
+        'GUARDIAN_SESSION_REQUIRED',
+        sessionRequiredMessage(sessionHeader),
+      );
+      res.writeHead(400, { 'content-type': 'application/json' }).end(body);
+      return;
+    }
+
+    const headers = requestHeadersForUpstream(req.headers);
+    const path = upstreamPathFor(url, this.config.upstream.basePath);
+    let exchange: Exchange | undefined;
+    let preparedMs = 0;
+    if (route && p.body) {
+      const input = {
+        route,
+        url,
+        headers: req.headers,
+        upstreamHeaders: headers,
+        body: p.body,
+        sessionHeader,
+        signal: abort.signal,
+        reqId: p.id,
+      };
+      // A request whose size alone proves it fits is decided without parsing or waiting (ADR 0013).
+      exchange = this.compaction.fastPath(input);
+      if (exchange) preparedMs = performance.now() - started;
+      else {
+        // Guardian's own calls to the upstream while preparing (window, /tokenize, summaries) are timed apart.
+        const timing: RequestTiming = { upstreamWaitMs: 0 };
+        exchange = await requestTiming.run(timing, () => this.compaction.prepare(input));
+        preparedMs = performance.now() - started - timing.upstreamWaitMs;
+      }
+    }
+
+    let upstream: UpstreamResponse;
+    try {
+      upstream = await this.upstream.request({
+        method: req.method ?? 'GET',
+        path,
+        headers,
+        body: exchange ? exchange.body : p.body,
+        signal: abort.signal,
+      });
+      if (exchange && upstream.status >= 400) {
+        // An error answer may be an overflow: recovery needs the parsed request, which the fast path skipped.
+        exchange = await this.compaction.complete(exchange);
+        upstream = await this.recovery.recover(exchange, upstream, (body) =>
+          this.upstream.request({ method: req.method ?? 'POST', path, headers, body, signal: abort.signal }),
+        );
+      }
+    } catch (err) {
+      this.upstreamFailed(p, err, exchange, abort.signal.aborted, path);
+      return;
+    }
+
+    const ex = exchange;
+    answer.status = upstream.status;
+    answer.exchange = ex;
+    if (ex) ex.observe(upstream, { overheadMs: preparedMs });
+    const body = upstream.body;
+    body.once('end', () => settle(false));
+    body.once('error', (err: Error) => {
+      settle(true);
+      this.obs.logger.warn({ reqId: p.id, err: err.message }, 'upstream body failed mid-stream');
+      res.destroy(err);
+    });
+    if (res.destroyed) {
+      // The client went away while the upstream answered: the abort has fired; nothing is left to send.
+      body.destroy();
+      return;
+    }
+    const out = responseHeadersForClient(upstream.headers);
+    if (ex) for (const name in ex.responseHeaders) out[name] = ex.responseHeaders[name]!;
+    res.writeHead(upstream.status, out);
+    body.pipe(res);
+  }
+
+  private upstreamFailed(
+    p: ProxiedRequest,
+    err: unknown,
+    exchange: Exchange | undefined,
+    aborted: boolean,
+    path: string,
+  ): void {
+    const e = err instanceof UpstreamError ? err : undefined;
+    if (exchange) exchange.finish({ status: e?.status ?? 502, upstreamError: true });
+    else this.obs.metrics.requests.inc({ route: 'other', outcome: 'upstream_error' });
+    if (aborted || e?.code === 'UPSTREAM_ABORTED') {
+      this.obs.logger.debug({ reqId: p.id }, 'client went away before the upstream answered');
+      return;
+    }
+    const status = e?.status ?? 502;
+    const code = e?.code ?? 'UPSTREAM_UNREACHABLE';
+    this.obs.logger.warn({ reqId: p.id, code, path: path.split('?')[0] }, 'upstream request failed');
+    if (p.res.headersSent || p.res.destroyed) return;
+    const body = errorBody(
+      apiStyleOf(p.url, p.req.headers),
+      status,
+      code,
+      e?.message ?? 'the upstream could not be reached',
+    );
+    p.res.writeHead(status, { 'content-type': 'application/json' }).end(body);
   }
 }

@@ -1,0 +1,152 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+import type { GuardianMetrics } from '@guardian/telemetry';
+
+import type { HostGate } from '../guardian-api/access.guard';
+import { apiStyleOf, errorBody, ownedRoute, pathOnly } from '../http/api-style';
+import type { GuardianLogger } from '../observability/guardian-logger';
+
+/** Methods forwarded upstream (RFC 9110 §9 plus PATCH); CONNECT and TRACE are not proxied (Fastify answers 404). */
+export const PROXIED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+const OWN_ENDPOINTS = new Set(['/healthz', '/readyz', '/metrics', '/favicon.ico']);
+
+/** Guardian's own namespace and probes (CONTRACTS §5): served by Fastify and Nest, never forwarded. */
+export function isOwnEndpoint(url: string): boolean {
+  const path = pathOnly(url);
+  return path === '/guardian' || path.startsWith('/guardian/') || OWN_ENDPOINTS.has(path);
+}
+
+/** One proxied request as the edge hands it on: node's own objects, the body as sent, the request id. */
+export interface ProxiedRequest {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: string;
+  /** The body's exact bytes; undefined when the request has none (or is a GET/HEAD). */
+  body: Buffer | undefined;
+  id: string;
+}
+
+export interface ProxyHandler {
+  handle(p: ProxiedRequest): Promise<void>;
+}
+
+/**
+ * The front door of every proxied path: a node:http request listener that runs before Fastify (ADR 0013). It does
+ * what Fastify did for these routes, and no more: the DNS-rebinding gate, the body limit (413), the request id
+ * (`X-Request-Id` or a counter), `Connection: close` while shutting down and 503 once closing; then it hands node's
+ * request and response to the proxy. Fastify's per-request pipeline (routing, hooks, reply, the stream pump) cost the
+ * sidecar more CPU than a whole bare proxy spends on a request (docs/BENCHMARKS.md).
+ */
+export class ProxyFront {
+  /** Answers still go out, with `Connection: close` (the first phase of shutdown). */
+  private draining = false;
+  /** New requests are refused with 503, as Fastify's `return503OnClosing` did (the second phase). */
+  private refusing = false;
+  private nextId = 0;
+
+  constructor(
+    private readonly deps: {
+      proxy: ProxyHandler;
+      gate: HostGate;
+      metrics: GuardianMetrics;
+      logger: GuardianLogger;
+      bodyLimit: number;
+    },
+  ) {}
+
+  /** True for the requests this front serves; everything else goes to Fastify (own endpoints, CONNECT, TRACE). */
+  owns(req: IncomingMessage): boolean {
+    return PROXIED_METHODS.has(req.method ?? '') && !isOwnEndpoint(req.url ?? '/');
+  }
+
+  drain(): void {
+    this.draining = true;
+  }
+
+  refuseNew(): void {
+    this.draining = true;
+    this.refusing = true;
+  }
+
+  serve(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '/';
+    if (this.draining) res.setHeader('connection', 'close');
+    if (this.refusing) {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end('{"error":"Service Unavailable","message":"Service Unavailable","statusCode":503}');
+      return;
+    }
+    const method = req.method ?? 'GET';
+    // DNS rebinding (CONTRACTS §6): checked before anything is read, parsed or forwarded.
+    const refusal = this.deps.gate.verdict(method, req.headers);
+    if (refusal) {
+      this.deps.metrics.requests.inc({ route: ownedRoute(method, url) ?? 'other', outcome: 'refused' });
+      this.refuse(req, res, refusal.status, refusal.code, refusal.message);
+      return;
+    }
+    const header = req.headers['x-request-id'];
+    const id = typeof header === 'string' && header !== '' ? header : `req-${(this.nextId++).toString(36)}`;
+    if (method === 'GET' || method === 'HEAD' || !hasBody(req)) {
+      this.run({ req, res, url, body: undefined, id });
+      return;
+    }
+    const declared = Number(req.headers['content-length']);
+    if (declared > this.deps.bodyLimit) {
+      this.tooLarge(req, res);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > this.deps.bodyLimit) {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        this.tooLarge(req, res);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      this.run({ req, res, url, body, id });
+    };
+    req.on('data', onData);
+    req.once('end', onEnd);
+  }
+
+  private run(p: ProxiedRequest): void {
+    this.deps.proxy.handle(p).catch((err: unknown) => {
+      // The proxy fails open on everything it expects; this is a bug, answered like Fastify's error handler did.
+      this.deps.logger.error({ reqId: p.id, err }, 'proxy handler failed');
+      if (p.res.headersSent) p.res.destroy();
+      else this.refuse(p.req, p.res, 500, 'GUARDIAN_INTERNAL', 'internal error');
+    });
+  }
+
+  /** Over GUARDIAN_MAX_BODY_BYTES (CONTRACTS §2.6): refused before (or while) reading; the connection is closed. */
+  private tooLarge(req: IncomingMessage, res: ServerResponse): void {
+    res.setHeader('connection', 'close');
+    this.refuse(req, res, 413, 'GUARDIAN_BODY_TOO_LARGE', 'request body over GUARDIAN_MAX_BODY_BYTES');
+    // What is left of the body is read and dropped, so the client sees the answer rather than a reset.
+    req.resume();
+  }
+
+  private refuse(
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    code: string,
+    message: string,
+  ): void {
+    const url = req.url ?? '/';
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(errorBody(apiStyleOf(url, req.headers), status, code, message));
+  }
+}
+
+/** RFC 9112 §6.3: a request has a body (perhaps an empty one) when it says how it is framed. */
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
+}
