@@ -11,6 +11,8 @@ import { CaptureService } from './compaction/capture.service';
 import { CompactionEngine } from './compaction/compaction-engine';
 import { CompactionService } from './compaction/compaction.service';
 import { DecisionReporter } from './compaction/decision-reporter';
+import { ExchangeFactory } from './compaction/exchange';
+import { FastPath } from './compaction/fast-path';
 import { OverflowRecovery } from './compaction/overflow-recovery';
 import { Precompactor } from './compaction/precompactor';
 import { RequestCounter } from './compaction/request-counter';
@@ -126,6 +128,8 @@ export class AppModule {
         CompactionEngine,
         CompactionService,
         DecisionReporter,
+        ExchangeFactory,
+        FastPath,
         GuardianState,
         Observability,
         OverflowRecovery,

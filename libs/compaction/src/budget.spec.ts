@@ -1,4 +1,11 @@
-import { computeBudget, marginedBudget, overflowRetryBudget, UNPROVEN_ESTIMATE_MARGIN } from './budget';
+import {
+  computeBudget,
+  marginedBudget,
+  overflowRetryBudget,
+  sizeProvesFit,
+  UNPROVEN_ESTIMATE_MARGIN,
+  worstTokensForBytes,
+} from './budget';
 
 describe('computeBudget', () => {
   // CONTRACTS §3 (the seed's formula): min(floor(window x threshold), window - reserve).
@@ -73,5 +80,26 @@ describe('overflowRetryBudget (CONTRACTS §2.5: one retry, aimed by what the ref
       sent: { tokens: 6000, raw: 6000 },
     });
     expect(r.factor).toBeCloseTo(1.2);
+  });
+});
+
+describe('sizeProvesFit', () => {
+  const budget = computeBudget(32768, 0.85, 4096);
+  const base = { charsPerToken: 3.5, budget, nearBudget: 0.15, precompactThreshold: 0, maxFactor: 1.3 };
+
+  it('holds below the margined budget less the exact-count zone, at the worst factor', () => {
+    // 27,852 budget, 25,066 margined, 85% of that: 21,306 tokens, so 57,362 bytes at 3.5 chars and 1.3.
+    expect(sizeProvesFit({ ...base, bytes: 57_000 })).toBe(true);
+    expect(sizeProvesFit({ ...base, bytes: 57_400 })).toBe(false);
+  });
+
+  it('stops where a pre-compaction would start', () => {
+    expect(sizeProvesFit({ ...base, bytes: 50_000, precompactThreshold: 0.8 })).toBe(true);
+    expect(sizeProvesFit({ ...base, bytes: 55_000, precompactThreshold: 0.8 })).toBe(false);
+  });
+
+  it('is the ceiling of bytes / chars per token x the factor', () => {
+    expect(worstTokensForBytes(7, 3.5, 1.3)).toBe(3);
+    expect(worstTokensForBytes(0, 3.5, 1.3)).toBe(0);
   });
 });

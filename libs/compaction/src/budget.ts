@@ -61,3 +61,40 @@ export function overflowRetryBudget(opts: {
   const tokens = Math.max(learned.promptTokens ?? 0, Math.ceil(opts.rawEstimate * factor));
   return { budget, factor, tokens };
 }
+
+/** What decides whether a request's size alone proves it fits (ADR 0013). */
+export interface SizeProofInput {
+  /** The request body's length in bytes. */
+  bytes: number;
+  charsPerToken: number;
+  /** The budget before any margin; the unproven margin is always taken off. */
+  budget: BudgetInfo;
+  /** Share of the budget within which an estimate asks for an exact count (either side). */
+  nearBudget: number;
+  /** Share of the budget from which a request starts a pre-compaction; 0 when that is off. */
+  precompactThreshold: number;
+  /** The highest factor calibration ever applies. */
+  maxFactor: number;
+}
+
+/**
+ * The most tokens guardian's estimate can give a request of `bytes` bytes of JSON that carries no image or document
+ * (which the estimate counts at a fixed size; callers look for them first): every character counted is at least one
+ * byte of the body (a UTF-16 code unit never takes fewer UTF-8 bytes; escapes only add), a message's fixed overhead
+ * is smaller than its own JSON punctuation, and the calibration factor is at most `maxFactor`.
+ */
+export function worstTokensForBytes(bytes: number, charsPerToken: number, maxFactor: number): number {
+  return Math.ceil((bytes / charsPerToken) * maxFactor);
+}
+
+/**
+ * True when the size alone proves the full path would forward the request unchanged and do nothing else with it:
+ * even the worst estimate stays under the margined budget, below where an exact count is asked for and below where
+ * a pre-compaction starts. A request for which this is false goes the full path, whatever its real size.
+ */
+export function sizeProvesFit(input: SizeProofInput): boolean {
+  const worst = worstTokensForBytes(input.bytes, input.charsPerToken, input.maxFactor);
+  const budget = marginedBudget(input.budget, true).budget;
+  const share = Math.min(1 - input.nearBudget, input.precompactThreshold > 0 ? input.precompactThreshold : 1);
+  return worst < budget * share;
+}

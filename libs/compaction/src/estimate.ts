@@ -30,12 +30,19 @@ export class Calibration {
   static readonly MIN_FACTOR = 0.7;
   static readonly MAX_FACTOR = 1.3;
   private readonly ratios: number[] = [];
+  /** The factor for the samples so far: read on every request, changed only by a sample. */
+  private current = 1;
 
   /** Records one sample: the upstream's prompt tokens against guardian's uncalibrated estimate of the same request. */
   observe(reportedTokens: number, estimatedTokens: number): void {
     if (!(reportedTokens > 0) || !(estimatedTokens > 0)) return;
     this.ratios.push(reportedTokens / estimatedTokens);
     if (this.ratios.length > Calibration.WINDOW) this.ratios.shift();
+    const highest = Math.min(
+      Calibration.MAX_FACTOR,
+      Math.max(Calibration.MIN_FACTOR, Math.max(...this.ratios)),
+    );
+    this.current = this.calibrated ? highest : Math.max(1, highest);
   }
 
   get samples(): number {
@@ -52,11 +59,6 @@ export class Calibration {
    * compactions went out 9% over the budget meanwhile (docs/adr/0003-counting.md, amendment).
    */
   get factor(): number {
-    if (this.ratios.length === 0) return 1;
-    const highest = Math.min(
-      Calibration.MAX_FACTOR,
-      Math.max(Calibration.MIN_FACTOR, Math.max(...this.ratios)),
-    );
-    return this.calibrated ? highest : Math.max(1, highest);
+    return this.current;
   }
 }

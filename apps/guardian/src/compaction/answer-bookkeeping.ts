@@ -4,12 +4,40 @@ import { MemoStore } from '@guardian/memo';
 
 import { Observability } from '../observability/observability';
 import { CaptureService } from './capture.service';
+import type { OwnedRoute } from '../http/api-style';
 import type { Decision, RequestContext } from './compaction-context';
 import type { ObservedAnswer } from './formats/format-adapter';
-import { RequestCounter } from './request-counter';
+import { RequestCounter, type CountSource } from './request-counter';
 import { SessionTable } from './session-table';
 import { SpanRecorder } from './span-recorder';
-import { chooseUsage, usageCandidate } from './usage-selection';
+import { chooseUsage, usageCandidate, type UsageCandidate } from './usage-selection';
+
+/** What the bookkeeping of one answer needs to know about its request, however the request was decided. */
+export interface AnswerFacts {
+  sessionHash: string;
+  model: string;
+  route: OwnedRoute;
+  window: number;
+  countSource: CountSource;
+  candidate: UsageCandidate;
+  /** The request's items, for the capture journal (only the full path has them; the fast path skips capture). */
+  items?: unknown[];
+  /** A sent session header that was not used: answered as an X-Guardian-Warning. */
+  ignoredWarning?: { warning: string };
+}
+
+/** The facts of a parsed and measured request. */
+export function factsOf(ctx: RequestContext): AnswerFacts {
+  return {
+    sessionHash: ctx.session.hash,
+    model: ctx.conv.model,
+    route: ctx.conv.route,
+    window: ctx.window.window,
+    countSource: ctx.count.source,
+    candidate: usageCandidate(ctx.conv.json),
+    items: ctx.conv.items,
+  };
+}
 
 /** Tool names the recall MCP server offers; a model calling one is counted for the receipts. */
 const RECALL_TOOLS = new Set([
@@ -38,9 +66,9 @@ export class AnswerBookkeeping {
     private readonly obs: Observability,
   ) {}
 
-  async record(ctx: RequestContext, d: Decision, observed: ObservedAnswer): Promise<void> {
+  async record(facts: AnswerFacts, d: Decision, observed: ObservedAnswer): Promise<void> {
     const obs = this.obs;
-    const model = ctx.conv.model;
+    const model = facts.model;
     if (observed.promptTokens !== undefined && d.rawForwarded > 0)
       this.counter.observe(model, observed.promptTokens, d.rawForwarded);
     for (const name of observed.toolNames) {
@@ -48,11 +76,12 @@ export class AnswerBookkeeping {
       obs.metrics.recallToolCalls.inc({ tool: name });
       await this.recorder.recallToolCall();
     }
-    this.capture.record({ sessionHash: ctx.session.hash, route: ctx.conv.route, messages: ctx.conv.items });
-    this.sessions.touch(ctx.session.hash, d.compactedAt);
+    if (facts.items)
+      this.capture.record({ sessionHash: facts.sessionHash, route: facts.route, messages: facts.items });
+    this.sessions.touch(facts.sessionHash, d.compactedAt);
     obs.metrics.activeSessions.set(this.sessions.size);
-    const previous = await this.memo.getUsage(ctx.session.hash);
-    const candidate = usageCandidate(ctx.conv.json);
+    const previous = await this.memo.getUsage(facts.sessionHash);
+    const candidate = facts.candidate;
     const now = new Date();
     const choice = chooseUsage(previous, candidate, now.getTime());
     if (!choice.follow) {
@@ -64,11 +93,11 @@ export class AnswerBookkeeping {
     const reported = observed.promptTokens;
     const used = reported ?? d.tokensAfter;
     await this.memo.putUsage({
-      session: ctx.session.hash,
-      window: ctx.window.window,
+      session: facts.sessionHash,
+      window: facts.window,
       used_after_compaction: used,
-      pct: Math.round((used / ctx.window.window) * 1000) / 10,
-      count_source: reported !== undefined ? 'tokenize' : ctx.count.source,
+      pct: Math.round((used / facts.window) * 1000) / 10,
+      count_source: reported !== undefined ? 'tokenize' : facts.countSource,
       model,
       last_compaction_at: d.compactedAt ?? previous?.last_compaction_at ?? null,
       at: now.toISOString(),

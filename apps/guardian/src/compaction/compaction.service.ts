@@ -4,19 +4,19 @@ import { genAiAttributes, withSpan } from '@guardian/telemetry';
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
-import { AnswerBookkeeping } from './answer-bookkeeping';
+import { factsOf } from './answer-bookkeeping';
 import { CompactionEngine } from './compaction-engine';
 import { codeOf, stageOf } from './compaction-errors';
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
-import { Exchange } from './exchange';
-import { Precompactor } from './precompactor';
+import { ExchangeFactory, type Exchange } from './exchange';
+import { FastPath } from './fast-path';
 import { anthropicAdapter } from './formats/anthropic.adapter';
 import { chatAdapter } from './formats/chat.adapter';
-import { isObject, str, type FormatAdapter } from './formats/format-adapter';
+import type { FormatAdapter } from './formats/format-adapter';
 import { responsesAdapter } from './formats/responses.adapter';
 import { RequestMeasure } from './request-measure';
 import { genAiSystem } from './summariser';
-import { resolveSession } from './session';
+import { sessionOfConversation } from './session';
 import { pickAuth } from './window.service';
 
 const ADAPTERS: Record<string, FormatAdapter> = {
@@ -37,8 +37,8 @@ export class CompactionService {
     private readonly measure: RequestMeasure,
     private readonly engine: CompactionEngine,
     private readonly obs: Observability,
-    private readonly bookkeeping: AnswerBookkeeping,
-    private readonly precompactor: Precompactor,
+    private readonly exchanges: ExchangeFactory,
+    private readonly fast: FastPath,
   ) {}
 
   async prepare(input: PrepareInput): Promise<Exchange> {
@@ -51,22 +51,35 @@ export class CompactionService {
     }
   }
 
-  /** A request decided without parsing, or undefined when only the full path can decide it (ADR 0013). */
-  fastPath(_input: PrepareInput): Exchange | undefined {
-    return undefined;
+  /**
+   * A request decided without parsing it, or undefined when only the full path can decide it (ADR 0013). Never
+   * throws: a failure here only sends the request the full path.
+   */
+  fastPath(input: PrepareInput): Exchange | undefined {
+    const adapter = ADAPTERS[input.route];
+    if (!adapter) return undefined;
+    let fast: ReturnType<FastPath['decide']>;
+    try {
+      fast = this.fast.decide(input, adapter);
+    } catch (err) {
+      this.obs.failOpen('internal', 'fast_path_exception', { route: input.route, reqId: input.reqId, err });
+      return undefined;
+    }
+    if (!fast) return undefined;
+    this.obs.state.passthroughBySize += 1;
+    if (fast.session.ignored)
+      this.obs.metrics.sessionHeaderIgnored.inc({ reason: fast.session.ignored.reason });
+    return this.exchange({ input, adapter, decision: fast.decision, facts: fast.facts, fast: true });
   }
 
   /** The exchange with its request parsed and measured: a fast-path exchange is prepared in full (for recovery). */
   async complete(exchange: Exchange): Promise<Exchange> {
-    if (exchange.req.ctx || !exchange.fast) return exchange;
+    if (!exchange.fast) return exchange;
     return this.prepare(exchange.req.input);
   }
 
-  private exchange(req: ConstructorParameters<typeof Exchange>[1]): Exchange {
-    return new Exchange(
-      { obs: this.obs, bookkeeping: this.bookkeeping, precompactor: this.precompactor },
-      req,
-    );
+  private exchange(req: Exchange['req']): Exchange {
+    return this.exchanges.create(req);
   }
 
   private async prepareOrThrow(input: PrepareInput): Promise<Exchange> {
@@ -89,8 +102,7 @@ export class CompactionService {
       return passthrough();
     }
 
-    const firstSystem = topLevelSystemText(conv.json.system) || str(conv.json.instructions);
-    const session = resolveSession(input.sessionHeader, conv.model, conv.messages, firstSystem);
+    const session = sessionOfConversation(input.sessionHeader, conv);
     if (session.ignored) this.obs.metrics.sessionHeaderIgnored.inc({ reason: session.ignored.reason });
     const dryHeader = input.headers['x-guardian-dry-run'];
     const dryRun = this.config.env.GUARDIAN_DRY_RUN || dryHeader === '1' || dryHeader === 'true';
@@ -140,16 +152,6 @@ export class CompactionService {
         rawForwarded: ctx.count.rawEstimate,
       };
     }
-    return this.exchange({ input, adapter, ctx, decision });
+    return this.exchange({ input, adapter, ctx, decision, facts: factsOf(ctx) });
   }
-}
-
-/** Anthropic's top-level `system` as text, whether a string or text blocks (Claude Code sends blocks). */
-function topLevelSystemText(system: unknown): string {
-  if (typeof system === 'string') return system;
-  if (!Array.isArray(system)) return '';
-  return system
-    .filter((b): b is Record<string, unknown> => isObject(b) && b.type === 'text')
-    .map((b) => str(b.text))
-    .join('\n');
 }

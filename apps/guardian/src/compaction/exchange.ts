@@ -1,15 +1,13 @@
-import { createParser } from 'eventsource-parser';
+import { Injectable } from '@nestjs/common';
 
 import type { UpstreamResponse } from '@guardian/upstream';
 
-import type { Observability } from '../observability/observability';
-import type { AnswerBookkeeping } from './answer-bookkeeping';
+import { Observability } from '../observability/observability';
+import { AnswerBookkeeping, type AnswerFacts } from './answer-bookkeeping';
+import { AnswerReader } from './answer-reader';
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
 import type { FormatAdapter, ObservedAnswer } from './formats/format-adapter';
-import type { Precompactor } from './precompactor';
-
-/** JSON answers larger than this are not kept for usage reading (they still stream through untouched). */
-const MAX_OBSERVED_JSON = 4 * 1024 * 1024;
+import { Precompactor } from './precompactor';
 
 export interface ExchangeDeps {
   obs: Observability;
@@ -31,8 +29,8 @@ export class Exchange {
   private readonly started = performance.now();
   private firstByteMs = 0;
   private finished = false;
-  /** Decided by the fast path (no parse): recovery prepares it in full first. */
-  readonly fast = false;
+  readonly fast: boolean;
+  private readonly facts: AnswerFacts | undefined;
 
   constructor(
     private readonly deps: ExchangeDeps,
@@ -41,11 +39,17 @@ export class Exchange {
       adapter: FormatAdapter;
       ctx?: RequestContext;
       decision?: Decision;
+      /** What the answer's bookkeeping needs; the full path derives it from `ctx`, the fast path from the bytes. */
+      facts?: AnswerFacts;
+      /** Decided by the fast path (ADR 0013): no `ctx`; recovery prepares it in full first. */
+      fast?: boolean;
     },
   ) {
     this.decision = req.decision;
     this.body = req.decision?.body ?? req.input.body;
-    const ignored = req.ctx?.session.ignored;
+    this.facts = req.facts;
+    this.fast = req.fast === true;
+    const ignored = req.ctx?.session.ignored ?? req.facts?.ignoredWarning;
     if (ignored) this.responseHeaders['x-guardian-warning'] = ignored.warning;
   }
 
@@ -68,39 +72,15 @@ export class Exchange {
     this.firstByteMs = timing.overheadMs;
     const route = this.req.input.route;
     this.deps.obs.metrics.upstreamTtfb.observe({ route }, (performance.now() - this.started) / 1000);
-    if (!this.req.ctx || res.status >= 400) return;
-    const type = String(res.headers['content-type'] ?? '');
-    const adapter = this.req.adapter;
-    if (type.includes('text/event-stream')) {
-      const parser = createParser({
-        onEvent: (ev) => {
-          if (ev.data === '[DONE]') return;
-          try {
-            adapter.observe(JSON.parse(ev.data), this.observed);
-          } catch {
-            // A non-JSON event is the client's business; usage reading just skips it.
-            return;
-          }
-        },
-      });
-      res.body.on('data', (chunk: Buffer) => parser.feed(chunk.toString('utf8')));
-    } else if (type.includes('json')) {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.body.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size <= MAX_OBSERVED_JSON) chunks.push(chunk);
-      });
-      res.body.once('end', () => {
-        if (size > MAX_OBSERVED_JSON) return;
-        try {
-          adapter.observe(JSON.parse(Buffer.concat(chunks).toString('utf8')), this.observed);
-        } catch {
-          // Not JSON after all: nothing to learn from it.
-          return;
-        }
-      });
-    }
+    if (!this.facts || res.status >= 400) return;
+    const reader = AnswerReader.for(
+      this.req.adapter,
+      this.observed,
+      String(res.headers['content-type'] ?? ''),
+    );
+    if (!reader) return;
+    res.body.on('data', (chunk: Buffer) => reader.push(chunk));
+    res.body.once('end', () => reader.end());
   }
 
   /** Called once when the answer ended (or failed): metrics, calibration, usage record. Never throws. */
@@ -116,10 +96,24 @@ export class Exchange {
     obs.state.upstreamStatus = result.upstreamError ? 'down' : 'ok';
     const { ctx } = this.req;
     const d = this.decision;
-    if (!ctx || !d) return;
+    if (!this.facts || !d) return;
     void this.deps.bookkeeping
-      .record(ctx, d, this.observed)
+      .record(this.facts, d, this.observed)
       .catch((err: unknown) => obs.failOpen('memo', 'usage_write', { route, err }));
-    if (!result.upstreamError && result.status < 400) this.deps.precompactor.consider(ctx, d);
+    if (ctx && !result.upstreamError && result.status < 400) this.deps.precompactor.consider(ctx, d);
+  }
+}
+
+/** Makes the Exchange of each owned request, with the providers that follow its answer. */
+@Injectable()
+export class ExchangeFactory {
+  private readonly deps: ExchangeDeps;
+
+  constructor(obs: Observability, bookkeeping: AnswerBookkeeping, precompactor: Precompactor) {
+    this.deps = { obs, bookkeeping, precompactor };
+  }
+
+  create(req: Exchange['req']): Exchange {
+    return new Exchange(this.deps, req);
   }
 }

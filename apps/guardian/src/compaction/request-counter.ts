@@ -23,7 +23,7 @@ export interface RequestCount {
 const MAX_CALIBRATED_MODELS = 256;
 
 /** An estimate this close to the budget (either side) is worth an exact count. */
-const NEAR_BUDGET = 0.15;
+export const NEAR_BUDGET = 0.15;
 
 /**
  * Counts a request's tokens (issue 3 §2): characters / GUARDIAN_CHARS_PER_TOKEN over everything the request carries,

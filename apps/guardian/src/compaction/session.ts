@@ -1,5 +1,7 @@
 import { sha256Hex, type NeutralMessage } from '@guardian/compaction';
 
+import { isObject, str, type ParsedConversation } from './formats/format-adapter';
+
 /** Header values longer than this (in bytes sent) are ignored and the derived key is used (CONTRACTS §1). */
 export const MAX_SESSION_HEADER_BYTES = 256;
 
@@ -93,7 +95,36 @@ export function resolveSession(
   return session;
 }
 
+/** The session of a parsed request: the header, else the seed's key from its model, first system and first user text. */
+export function sessionOfConversation(
+  header: SessionHeader,
+  conv: Pick<ParsedConversation, 'model' | 'messages' | 'json'>,
+): ResolvedSession {
+  const firstSystem = topLevelSystemText(conv.json.system) || str(conv.json.instructions);
+  return resolveSession(header, conv.model, conv.messages, firstSystem);
+}
+
+/** Anthropic's top-level `system` as text, whether a string or text blocks (Claude Code sends blocks). */
+export function topLevelSystemText(system: unknown): string {
+  if (typeof system === 'string') return system;
+  if (!Array.isArray(system)) return '';
+  return system
+    .filter((b): b is Record<string, unknown> => isObject(b) && b.type === 'text')
+    .map((b) => str(b.text))
+    .join('\n');
+}
+
+/** Header values hashed lately: a client sends the same one on every request, and sha256 is the costly part. */
+const HASHED = new Map<string, string>();
+const MAX_HASHED = 4096;
+
 /** The stored form of a session key; `/guardian/usage?session=<key>` looks a session up by it. */
 export function sessionHash(key: string): string {
-  return sha256Hex(`context-guardian/session\n${key}`);
+  const known = HASHED.get(key);
+  if (known !== undefined) return known;
+  const hash = sha256Hex(`context-guardian/session\n${key}`);
+  // Keys are the clients' to choose: the memory is bounded by starting over (a miss only costs a hash).
+  if (HASHED.size >= MAX_HASHED) HASHED.clear();
+  HASHED.set(key, hash);
+  return hash;
 }

@@ -59,6 +59,19 @@ export class WindowService {
   ) {}
 
   async windowFor(model: string, headers: HeaderMap): Promise<WindowInfo> {
+    const known = this.known(model);
+    if (known) return known;
+    let p = this.pending.get(model);
+    if (!p) {
+      if (!this.budget.take()) return { window: DEFAULT_WINDOW, source: 'default' };
+      p = this.detect(model, headers).finally(() => this.pending.delete(model));
+      this.pending.set(model, p);
+    }
+    return p;
+  }
+
+  /** The window when it is known without asking the upstream (configured, or detected before); else undefined. */
+  known(model: string): WindowInfo | undefined {
     const fixed = this.config.env.GUARDIAN_NUM_CTX;
     if (!trackableModel(model)) {
       // Neither remembered nor asked about: such a name would only grow state and cost upstream calls.
@@ -72,14 +85,7 @@ export class WindowService {
       if (known && known.source === 'learned:overflow' && known.window < fixed) return known;
       return this.remember(model, { window: fixed, source: 'env' });
     }
-    if (known) return known;
-    let p = this.pending.get(model);
-    if (!p) {
-      if (!this.budget.take()) return { window: DEFAULT_WINDOW, source: 'default' };
-      p = this.detect(model, headers).finally(() => this.pending.delete(model));
-      this.pending.set(model, p);
-    }
-    return p;
+    return known;
   }
 
   /** The upstream said the window is smaller than we thought: believe it from now on. */

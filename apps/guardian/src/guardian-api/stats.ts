@@ -58,6 +58,8 @@ export function buildStats(args: {
     archive_deferred: state.archiveDeferred,
     overflow_recovered: state.overflowRecovered,
     tokens_kept_out: state.tokensKeptOut,
+    // Requests whose size alone proved they fit: forwarded unchanged without being parsed (ADR 0013).
+    passthrough_by_size: state.passthroughBySize,
     dry_run: env.GUARDIAN_DRY_RUN,
     keep_recent:
       env.GUARDIAN_KEEP_RECENT_MESSAGES !== undefined

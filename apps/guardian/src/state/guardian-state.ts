@@ -62,6 +62,8 @@ export class GuardianState {
   tokensKeptOut = 0;
   passthroughUnparsed = 0;
   passthroughStateful = 0;
+  /** Forwarded on the size proof alone, never parsed (ADR 0013). */
+  passthroughBySize = 0;
   /** Background pre-compaction (issue 14): summaries stored, reused by a client request, failed, running now. */
   readonly precompact = { done: 0, used: 0, failed: 0, running: 0 };
   /** Compacted client requests that waited on a summariser call, and for how long in all. */

@@ -1,0 +1,267 @@
+// Where things are in a JSON request body, without building it: the top-level members' byte ranges and, for the
+// arrays asked for, each element's range. JSON.parse builds the whole object graph (every message, every string),
+// which is most of what a request that fits costs guardian (ADR 0013); no kept library finds ranges without parsing,
+// so this small scanner does. Strings are skipped with Buffer.indexOf, so its cost follows the number of values,
+// not the number of bytes.
+
+/** A value's bytes: `body.subarray(start, end)`. */
+export interface Range {
+  start: number;
+  end: number;
+}
+
+export interface Outline {
+  /** Each top-level member's value. A repeated key keeps its last value, as JSON.parse does. */
+  fields: Map<string, Range>;
+  /** For each array asked for (and present as an array), its elements' ranges. */
+  items: Map<string, Range[]>;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+
+/** Thrown inside the scanner for any byte JSON does not allow where it stands; `outline` returns undefined then. */
+class NotJson extends Error {}
+
+function isSpace(b: number | undefined): boolean {
+  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+}
+
+/**
+ * The outline of a body that is one JSON object, or undefined when it is not (not an object, malformed, truncated).
+ * Structure is checked (brackets, commas, colons, string ends, literals and numbers); what is inside strings is not
+ * (a bad escape passes), which is enough here: a body it accepts that JSON.parse would refuse is only forwarded.
+ */
+export function outline(body: Buffer, arrays: readonly string[] = []): Outline | undefined {
+  try {
+    return new Scanner(body, arrays).top();
+  } catch (err) {
+    if (err instanceof NotJson) return undefined;
+    throw err;
+  }
+}
+
+/** A top-level string member's value, decoded; undefined when absent or not a string. */
+export function stringField(body: Buffer, o: Outline, key: string): string | undefined {
+  const r = o.fields.get(key);
+  if (!r || body[r.start] !== QUOTE) return undefined;
+  // Without a backslash the bytes between the quotes are the string's UTF-8 (JSON strings hold no raw quote).
+  const inner = body.indexOf(BACKSLASH, r.start + 1);
+  if (inner === -1 || inner >= r.end) return body.toString('utf8', r.start + 1, r.end - 1);
+  const value = parseRange(body, r);
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** A top-level member parsed on its own (a number, a literal, a small object); undefined when absent. */
+export function parseField(body: Buffer, o: Outline, key: string): unknown {
+  const r = o.fields.get(key);
+  return r ? parseRange(body, r) : undefined;
+}
+
+/** A range parsed on its own; undefined when it is not JSON after all (the outline does not check escapes). */
+export function parseRange(body: Buffer, r: Range): unknown {
+  try {
+    return JSON.parse(body.toString('utf8', r.start, r.end)) as unknown;
+  } catch {
+    // A bad escape inside a string: the caller treats the value as absent and the full path decides.
+    return undefined;
+  }
+}
+
+/** True when `needle` occurs in the bytes of `r` (ASCII needles: a marker, a key name). */
+export function rangeHas(body: Buffer, r: Range, needle: string): boolean {
+  const at = body.indexOf(needle, r.start, 'latin1');
+  return at !== -1 && at + needle.length <= r.end;
+}
+
+class Scanner {
+  private i = 0;
+
+  constructor(
+    private readonly b: Buffer,
+    private readonly arrays: readonly string[],
+  ) {}
+
+  top(): Outline {
+    const fields = new Map<string, Range>();
+    const items = new Map<string, Range[]>();
+    this.space();
+    this.expect(OPEN_OBJECT);
+    this.space();
+    if (this.b[this.i] === CLOSE_OBJECT) this.i += 1;
+    else {
+      for (;;) {
+        this.space();
+        const keyStart = this.i;
+        this.string();
+        const key = this.key(keyStart, this.i);
+        this.space();
+        this.expect(COLON);
+        this.space();
+        const start = this.i;
+        if (this.arrays.includes(key) && this.b[start] === OPEN_ARRAY) items.set(key, this.elements());
+        else {
+          items.delete(key);
+          this.value();
+        }
+        fields.set(key, { start, end: this.i });
+        this.space();
+        if (this.b[this.i] === COMMA) {
+          this.i += 1;
+          continue;
+        }
+        this.expect(CLOSE_OBJECT);
+        break;
+      }
+    }
+    this.space();
+    if (this.i !== this.b.length) throw new NotJson();
+    return { fields, items };
+  }
+
+  private key(start: number, end: number): string {
+    const raw = this.b.toString('latin1', start + 1, end - 1);
+    if (!raw.includes('\\') && !/[^\x20-\x7e]/.test(raw)) return raw;
+    const key = parseRange(this.b, { start, end });
+    if (typeof key !== 'string') throw new NotJson();
+    return key;
+  }
+
+  /** The elements of the array at `i`, each as a range. */
+  private elements(): Range[] {
+    const out: Range[] = [];
+    this.i += 1;
+    this.space();
+    if (this.b[this.i] === CLOSE_ARRAY) {
+      this.i += 1;
+      return out;
+    }
+    for (;;) {
+      this.space();
+      const start = this.i;
+      this.value();
+      out.push({ start, end: this.i });
+      this.space();
+      if (this.b[this.i] === COMMA) {
+        this.i += 1;
+        continue;
+      }
+      this.expect(CLOSE_ARRAY);
+      return out;
+    }
+  }
+
+  /** Skips one value of any kind, checking its structure. */
+  private value(): void {
+    const c = this.b[this.i];
+    if (c === QUOTE) return this.string();
+    if (c === OPEN_OBJECT || c === OPEN_ARRAY) return this.nested();
+    this.scalar();
+  }
+
+  /** Skips an object or array, however deep, with a stack of what each open bracket expects next. */
+  private nested(): void {
+    const b = this.b;
+    // Per open bracket: its closer, and whether the next thing is a key (objects) or a value.
+    const closers: number[] = [];
+    let wantKey = false;
+    let afterItem = false;
+    for (;;) {
+      this.space();
+      const c = b[this.i];
+      if (c === undefined) throw new NotJson();
+      if (afterItem) {
+        afterItem = false;
+        const closer = closers[closers.length - 1];
+        if (c === COMMA) {
+          this.i += 1;
+          wantKey = closer === CLOSE_OBJECT;
+          continue;
+        }
+        if (c !== closer) throw new NotJson();
+        this.i += 1;
+        closers.pop();
+        if (closers.length === 0) return;
+        afterItem = true;
+        continue;
+      }
+      if (wantKey) {
+        wantKey = false;
+        this.string();
+        this.space();
+        this.expect(COLON);
+        continue;
+      }
+      if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+        closers.push(c === OPEN_OBJECT ? CLOSE_OBJECT : CLOSE_ARRAY);
+        this.i += 1;
+        this.space();
+        const next = b[this.i];
+        if (next === closers[closers.length - 1]) {
+          // An empty object or array closes at once.
+          this.i += 1;
+          closers.pop();
+          if (closers.length === 0) return;
+          afterItem = true;
+          continue;
+        }
+        wantKey = c === OPEN_OBJECT;
+        continue;
+      }
+      if (c === QUOTE) this.string();
+      else this.scalar();
+      afterItem = true;
+    }
+  }
+
+  /** Skips a string: finds the closing quote that no backslash escapes. */
+  private string(): void {
+    const b = this.b;
+    if (b[this.i] !== QUOTE) throw new NotJson();
+    let at = this.i + 1;
+    for (;;) {
+      const q = b.indexOf(QUOTE, at);
+      if (q === -1) throw new NotJson();
+      let slashes = 0;
+      for (let k = q - 1; b[k] === BACKSLASH; k -= 1) slashes += 1;
+      if (slashes % 2 === 0) {
+        this.i = q + 1;
+        return;
+      }
+      at = q + 1;
+    }
+  }
+
+  /** A number, `true`, `false` or `null`. */
+  private scalar(): void {
+    const b = this.b;
+    const start = this.i;
+    let end = start;
+    for (;;) {
+      const c = b[end];
+      if (c === undefined || c === COMMA || c === CLOSE_OBJECT || c === CLOSE_ARRAY || isSpace(c)) break;
+      end += 1;
+    }
+    const token = b.toString('latin1', start, end);
+    if (token !== 'true' && token !== 'false' && token !== 'null' && !NUMBER.test(token)) throw new NotJson();
+    this.i = end;
+  }
+
+  private space(): void {
+    while (isSpace(this.b[this.i])) this.i += 1;
+  }
+
+  private expect(byte: number): void {
+    if (this.b[this.i] !== byte) throw new NotJson();
+    this.i += 1;
+  }
+}
+
+/** RFC 8259 §6. */
+const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
