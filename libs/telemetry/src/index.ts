@@ -27,7 +27,7 @@ export type {
   Route,
   SummariserOutcome,
 } from './metrics';
-export { genAiAttributes, startOtelSdk, tracer, withSpan } from './tracing';
+export { genAiAttributes, startOtelSdk, tracer, withOpenSpan, withSpan } from './tracing';
 export type { GenAiFacts, OtelEnv, OtelHandle, SpanAttributeValues } from './tracing';
 export { REDACT_PATHS, createLogger, logOnce } from './logger';
 export type { LoggerOptions } from './logger';

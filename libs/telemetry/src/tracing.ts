@@ -1,4 +1,4 @@
-import { SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
+import { context, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
 
 // Spans go through @opentelemetry/api only (issue 6 item 4): with no SDK registered every call below is a
 // no-op, so the request path pays nothing unless the operator points OTEL_EXPORTER_OTLP_ENDPOINT at a
@@ -37,6 +37,18 @@ export async function withSpan<T>(
       span.end();
     }
   });
+}
+
+/**
+ * Runs `fn` with a new span named `name` active, and leaves the span open: `fn` ends it (a request's span ends when
+ * its answer has streamed, after `fn` returned). With no SDK registered the span does not record: `fn` then runs as
+ * it is, without a context switch, and `attrs` is never called (ADR 0013: the request path pays nothing for tracing).
+ */
+export function withOpenSpan<T>(name: string, attrs: () => Attributes, fn: (span: Span) => T): T {
+  const span = tracer().startSpan(name);
+  if (!span.isRecording()) return fn(span);
+  span.setAttributes(attrs());
+  return context.with(trace.setSpan(context.active(), span), fn, undefined, span);
 }
 
 /** The GenAI facts a span may carry (OTel semantic conventions for generative AI, `gen_ai.*`). */

@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
 
 import { Agent } from 'undici';
@@ -21,7 +22,8 @@ export interface UpstreamRequest {
   path: string;
   headers: HeaderMap;
   body?: Buffer;
-  signal?: AbortSignal;
+  /** Aborts the request: an AbortSignal, or an EventEmitter that emits `abort` (undici takes both). */
+  signal?: AbortSignal | EventEmitter;
   /** Overrides the default headers timeout (the /tokenize probe uses a short one). */
   timeoutMs?: number;
 }

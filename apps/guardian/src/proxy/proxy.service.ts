@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
-import { tracer } from '@guardian/telemetry';
+import { withOpenSpan } from '@guardian/telemetry';
 
 import {
   requestHeadersForUpstream,
@@ -14,11 +14,13 @@ import {
 import { GuardianConfig } from '../config/guardian-config';
 import { apiStyleOf, errorBody, ownedRoute } from '../http/api-style';
 import { CompactionService } from '../compaction/compaction.service';
+import type { PrepareInput } from '../compaction/compaction-context';
 import type { Exchange } from '../compaction/exchange';
 import { OverflowRecovery } from '../compaction/overflow-recovery';
 import { readSessionHeader, sessionRequiredMessage } from '../compaction/session';
 import { Observability } from '../observability/observability';
 import { requestTiming, type RequestTiming } from '../observability/request-timing';
+import { ClientGone } from './client-gone';
 import type { ProxiedRequest, ProxyHandler } from './proxy-front';
 
 /**
@@ -43,18 +45,15 @@ export class ProxyService implements ProxyHandler {
    */
   async handle(p: ProxiedRequest): Promise<void> {
     const route = ownedRoute(p.req.method ?? 'GET', p.url);
-    await tracer().startActiveSpan('guardian.request', async (span) => {
-      const recording = span.isRecording();
-      if (recording)
-        span.setAttributes({
-          'http.request.method': p.req.method ?? 'GET',
-          'guardian.route': route ?? 'other',
-        });
-      await this.forward(p, route, () => {
-        if (recording) span.setAttribute('http.response.status_code', p.res.statusCode);
-        span.end();
-      });
-    });
+    await withOpenSpan(
+      'guardian.request',
+      () => ({ 'http.request.method': p.req.method ?? 'GET', 'guardian.route': route ?? 'other' }),
+      (span) =>
+        this.forward(p, route, () => {
+          if (span.isRecording()) span.setAttribute('http.response.status_code', p.res.statusCode);
+          span.end();
+        }),
+    );
   }
 
   private async forward(
@@ -66,7 +65,7 @@ export class ProxyService implements ProxyHandler {
     const started = performance.now();
 
     // A client that goes away aborts the upstream request (and any summariser call it is waiting on).
-    const abort = new AbortController();
+    const gone = new ClientGone();
     // The answer ends one of three ways: whole ('end'), cut by the client ('close' first), or broken by the upstream
     // after its status line ('error'). Only the last is an upstream error (issue 12 defect 8: it was counted as
     // a success); the first of them decides, the others are ignored.
@@ -82,7 +81,7 @@ export class ProxyService implements ProxyHandler {
         });
     };
     res.once('close', () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) gone.abort();
       settle(false);
       onClose();
     });
@@ -108,14 +107,17 @@ export class ProxyService implements ProxyHandler {
     let exchange: Exchange | undefined;
     let preparedMs = 0;
     if (route && p.body) {
-      const input = {
+      const input: PrepareInput = {
         route,
         url,
         headers: req.headers,
         upstreamHeaders: headers,
         body: p.body,
         sessionHeader,
-        signal: abort.signal,
+        // Made on first use: the fast path never calls the upstream on its own.
+        get signal() {
+          return gone.signal;
+        },
         reqId: p.id,
       };
       // A request whose size alone proves it fits is decided without parsing or waiting (ADR 0013).
@@ -136,17 +138,17 @@ export class ProxyService implements ProxyHandler {
         path,
         headers,
         body: exchange ? exchange.body : p.body,
-        signal: abort.signal,
+        signal: gone,
       });
       if (exchange && upstream.status >= 400) {
         // An error answer may be an overflow: recovery needs the parsed request, which the fast path skipped.
         exchange = await this.compaction.complete(exchange);
         upstream = await this.recovery.recover(exchange, upstream, (body) =>
-          this.upstream.request({ method: req.method ?? 'POST', path, headers, body, signal: abort.signal }),
+          this.upstream.request({ method: req.method ?? 'POST', path, headers, body, signal: gone }),
         );
       }
     } catch (err) {
-      this.upstreamFailed(p, err, exchange, abort.signal.aborted, path);
+      this.upstreamFailed(p, err, exchange, gone.aborted, path);
       return;
     }
 
