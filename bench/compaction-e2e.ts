@@ -13,7 +13,15 @@ import { Pool } from 'undici';
 import { startGuardian, type RunningGuardian } from '../apps/guardian/src/bootstrap';
 import { GuardianConfig } from '../apps/guardian/src/config/guardian-config';
 import { chatRequest, requestForTurn, TOOLS, type SessionShape } from './conversation';
-import { int, ms, summarise } from './support';
+import {
+  baselineBuild,
+  int,
+  ms,
+  SIDECAR_MAIN,
+  startSidecarChild,
+  summarise,
+  type ChildServer,
+} from './support';
 
 const HEADERS = { 'content-type': 'application/json', 'x-guardian-session': 'bench-session' };
 
@@ -53,76 +61,114 @@ async function timed(pool: Pool, path: string, body: string): Promise<number> {
   return performance.now() - start;
 }
 
-async function stats(s: Sidecar): Promise<Record<string, number>> {
-  const res = await fetch(`${s.guardian.url}/guardian/stats`);
+async function stats(url: string): Promise<Record<string, number>> {
+  const res = await fetch(`${url}/guardian/stats`);
   return (await res.json()) as Record<string, number>;
 }
 
+/** One target of the memo-hit figure: a sidecar build, and whether it compacts (memo hits) or passes through. */
+interface MemoTarget {
+  name: string;
+  child: ChildServer;
+  pool: Pool;
+  dataDir: string;
+  hit: boolean;
+}
+
+async function startTarget(
+  name: string,
+  main: string,
+  stub: StubBackend,
+  window: number,
+  hit: boolean,
+): Promise<MemoTarget> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cg-bench-'));
+  const child = await startSidecarChild({
+    main,
+    upstream: stub.baseUrl,
+    dataDir,
+    env: { GUARDIAN_NUM_CTX: String(window), GUARDIAN_LOG_LEVEL: 'info' },
+  });
+  return { name, child, pool: new Pool(child.url, { connections: 1 }), dataDir, hit };
+}
+
+async function stopTarget(t: MemoTarget): Promise<void> {
+  await t.pool.close();
+  await t.child.stop();
+  rmSync(t.dataDir, { recursive: true, force: true });
+}
+
 /**
- * (b) Added latency of a memo-hit turn. Sidecar A (window 32768) compacts a ~40k-token request; every repeat is a
- * memo hit (no summariser call). Sidecar B (window 1,000,000) passes the same request through. Each is compared
+ * (b) Added latency of a memo-hit turn. Sidecar A (window below the request) compacts the request once; every repeat
+ * is a memo hit (no summariser call). Sidecar B (window 1,000,000) passes the same request through. Each is compared
  * with the stub answering directly what that sidecar forwards, so the stub's own work on a smaller compacted body
- * does not flatter the memo hit: added = (A - direct(A's body)) - (B - direct(original)).
+ * does not flatter the memo hit: added = (A - direct(A's body)) - (B - direct(original)). Each sidecar is the built
+ * main.js in a process of its own; with BENCH_BASELINE the baseline build's pair is measured in the same rounds.
  */
-export async function memoHitBench(n: number): Promise<string[]> {
+export async function memoHitBench(
+  n: number,
+  size: { label: string; turns: number; window: number },
+): Promise<string[]> {
   const stub = await startStub({ window: 1_000_000, maxRecorded: 64 });
-  const hit = await startSidecar(stub, { GUARDIAN_NUM_CTX: '32768' });
-  const pass = await startSidecar(stub, { GUARDIAN_NUM_CTX: '1000000' });
-  const body = chatRequest(28, { userChars: 900, toolResultChars: 3200, answerChars: 700, seed: 5 });
-  const pools = [hit.guardian.url, pass.guardian.url, stub.url].map((u) => new Pool(u, { connections: 1 }));
-  const [hitPool, passPool, stubPool] = pools as [Pool, Pool, Pool];
+  const builds: [string, string][] = [['this build', SIDECAR_MAIN]];
+  const baseline = baselineBuild();
+  if (baseline) builds.push(['baseline', baseline]);
+  const targets: MemoTarget[] = [];
+  const body = chatRequest(size.turns, { userChars: 900, toolResultChars: 3200, answerChars: 700, seed: 11 });
+  const stubPool = new Pool(stub.url, { connections: 1 });
   const path = '/v1/chat/completions';
+  const lines: string[] = [];
   try {
-    await post(hitPool, path, body); // the one compaction: a summariser call, a span, a memo entry
-    await post(hitPool, path, body);
-    const forwarded = stub.requests
-      .filter((r) => r.route === 'chat' && !r.isSummary)
-      .at(-1)
-      ?.body.toString();
-    if (!forwarded || forwarded.length >= body.length)
-      throw new Error('sidecar A did not compact the request');
-    const before = await stats(hit);
-    const samples = {
-      hit: [] as number[],
-      hitDirect: [] as number[],
-      pass: [] as number[],
-      direct: [] as number[],
-    };
+    for (const [name, main] of builds) {
+      targets.push(await startTarget(`${name} A`, main, stub, size.window, true));
+      targets.push(await startTarget(`${name} B`, main, stub, 1_000_000, false));
+    }
+    // Warm-up: the one compaction (a summariser call, a span, a memo entry), window detection, calibration.
+    for (const t of targets) for (let i = 0; i < 8; i += 1) await post(t.pool, path, body);
+    const forwarded = new Map<string, string>();
+    for (const t of targets.filter((x) => x.hit)) {
+      stub.reset();
+      await post(t.pool, path, body);
+      const sent = stub.requests.filter((r) => r.route === 'chat' && !r.isSummary).at(-1)?.body.toString();
+      if (!sent || sent.length >= body.length) throw new Error(`${t.name} did not compact the request`);
+      forwarded.set(t.name, sent);
+    }
+    const before = new Map<string, Record<string, number>>();
+    for (const t of targets) before.set(t.name, await stats(t.child.url));
+    const samples = new Map<string, number[]>();
+    const push = (k: string, v: number) => (samples.get(k) ?? samples.set(k, []).get(k)!).push(v);
     const warm = 30;
     for (let i = 0; i < n + warm; i += 1) {
-      const row = [
-        await timed(hitPool, path, body),
-        await timed(stubPool, path, forwarded),
-        await timed(passPool, path, body),
-        await timed(stubPool, path, body),
-      ];
-      if (i < warm) continue;
-      samples.hit.push(row[0]!);
-      samples.hitDirect.push(row[1]!);
-      samples.pass.push(row[2]!);
-      samples.direct.push(row[3]!);
+      for (const t of targets) {
+        const own = await timed(t.pool, path, body);
+        const direct = await timed(stubPool, path, forwarded.get(t.name) ?? body);
+        if (i < warm) continue;
+        push(t.name, own);
+        push(`${t.name} direct`, direct);
+      }
     }
-    const after = await stats(hit);
-    const s = {
-      hit: summarise(samples.hit),
-      hitDirect: summarise(samples.hitDirect),
-      pass: summarise(samples.pass),
-      direct: summarise(samples.direct),
-    };
-    const added = (k: 'p50' | 'p99') => s.hit[k] - s.hitDirect[k] - (s.pass[k] - s.direct[k]);
-    const reused = (after.summaries_reused ?? 0) - (before.summaries_reused ?? 0);
-    const newCompactions = (after.compactions_performed ?? 0) - (before.compactions_performed ?? 0) - reused;
-    return [
-      `-- (b) memo-hit turn vs pass-through, ${int(body.length)}-byte request (~40k tokens), compacted to ${int(forwarded.length)} bytes; ${n} interleaved requests per target, 1 connection each`,
-      `A memo hit through the sidecar  p50 ${ms(s.hit.p50)}  p99 ${ms(s.hit.p99)}  (stub direct with A's body: p50 ${ms(s.hitDirect.p50)}, p99 ${ms(s.hitDirect.p99)})`,
-      `B pass-through, same request     p50 ${ms(s.pass.p50)}  p99 ${ms(s.pass.p99)}  (stub direct with the original: p50 ${ms(s.direct.p50)}, p99 ${ms(s.direct.p99)})`,
-      `memo hit adds over pass-through: p50 ${ms(added('p50'))}, p99 ${ms(added('p99'))} (target <= 2 ms: ${added('p50') <= 2 ? 'met' : 'MISSED'} at p50)`,
-      `memo hits counted by A: ${reused} of ${n + warm} timed requests; new compactions during the run: ${newCompactions}`,
-    ];
+    const s = (k: string) => summarise(samples.get(k) ?? []);
+    lines.push(
+      `-- (b) memo-hit turn vs pass-through, ${size.label}: ${int(body.length)}-byte request, compacted to ${int(forwarded.get('this build A')?.length ?? 0)} bytes (window ${int(size.window)}); ${n} interleaved requests per target, 1 connection each`,
+    );
+    for (const [name] of builds) {
+      const a = s(`${name} A`);
+      const aDirect = s(`${name} A direct`);
+      const b = s(`${name} B`);
+      const bDirect = s(`${name} B direct`);
+      const added = (k: 'p50' | 'p99') => a[k] - aDirect[k] - (b[k] - bDirect[k]);
+      const after = await stats(targets.find((t) => t.name === `${name} A`)!.child.url);
+      const was = before.get(`${name} A`) ?? {};
+      const reused = (after.summaries_reused ?? 0) - (was.summaries_reused ?? 0);
+      lines.push(
+        `${name}: A memo hit p50 ${ms(a.p50)} p99 ${ms(a.p99)} (direct with A's body p50 ${ms(aDirect.p50)}); B pass-through p50 ${ms(b.p50)} p99 ${ms(b.p99)} (direct p50 ${ms(bDirect.p50)})`,
+        `${name}: memo hit adds over pass-through p50 ${ms(added('p50'))}, p99 ${ms(added('p99'))} (target <= 1 ms: ${added('p50') <= 1 ? 'met' : 'MISSED'} at p50); memo hits ${reused} of ${n + warm}`,
+      );
+    }
+    return lines;
   } finally {
-    for (const p of pools) await p.close();
-    await hit.close();
-    await pass.close();
+    await stubPool.close();
+    for (const t of targets) await stopTarget(t);
     await stub.close();
   }
 }
@@ -176,7 +222,7 @@ async function replay(memo: '1' | '0', turns: number, shape: SessionShape): Prom
       if ((await post(pool, '/v1/chat/completions', body)) === 200) answered += 1;
     }
     const summaries = stub.requests.filter((r) => r.isSummary);
-    const st = await stats(sidecar);
+    const st = await stats(sidecar.guardian.url);
     return {
       answered,
       summariserCalls: summaries.length,

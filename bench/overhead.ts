@@ -21,6 +21,7 @@ import {
   cpuSeconds,
   envNumber,
   filler,
+  jsonUrl,
   machineLine,
   startChild,
   summarise,
@@ -133,18 +134,6 @@ async function settle(pid: number | undefined): Promise<void> {
 /** Each round visits the targets in a rotated order, so no target always runs first (or right after warm-up). */
 function rotation(round: number, targets: readonly TargetName[]): TargetName[] {
   return targets.map((_t, i) => targets[(i + round) % targets.length]!);
-}
-
-function jsonUrl(line: string): string | undefined {
-  try {
-    const parsed = JSON.parse(line) as { url?: unknown; msg?: unknown };
-    if (typeof parsed.url === 'string') return parsed.url;
-    const m = typeof parsed.msg === 'string' ? / on (http:\/\/\S+) -> /.exec(parsed.msg) : null;
-    return m?.[1];
-  } catch {
-    // Not a JSON line (a warning on stdout): keep waiting for the line that names the URL.
-    return undefined;
-  }
 }
 
 interface Servers {

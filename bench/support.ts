@@ -1,6 +1,6 @@
 // Shared helpers of the benchmarks: statistics, child servers, result files.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -129,6 +129,57 @@ export function startChild(opts: {
       child.removeAllListeners('exit');
       resolve({ url, child, stop: () => stopChild(child) });
     });
+  });
+}
+
+/** The URL a child server announces: `{"url": ...}` (stub, bare proxy) or the sidecar's startup line. */
+export function jsonUrl(line: string): string | undefined {
+  try {
+    const parsed = JSON.parse(line) as { url?: unknown; msg?: unknown };
+    if (typeof parsed.url === 'string') return parsed.url;
+    const m = typeof parsed.msg === 'string' ? / on (http:\/\/\S+) -> /.exec(parsed.msg) : null;
+    return m?.[1];
+  } catch {
+    // Not a JSON line (a warning on stdout): keep waiting for the line that names the URL.
+    return undefined;
+  }
+}
+
+/**
+ * The directory of a second build to measure beside this one in the same run (BENCH_BASELINE: a checkout of an
+ * earlier commit, built, whose `dist/` holds its own main.js), or undefined.
+ */
+export function baselineBuild(): string | undefined {
+  const dir = process.env.BENCH_BASELINE;
+  if (!dir) return undefined;
+  const main = join(dir, 'dist', 'apps', 'guardian', 'src', 'main.js');
+  if (!existsSync(main)) throw new Error(`BENCH_BASELINE=${dir}: no built sidecar at ${main}`);
+  return main;
+}
+
+/** The built sidecar of this checkout. */
+export const SIDECAR_MAIN = join(__dirname, '..', 'apps', 'guardian', 'src', 'main.js');
+
+/** A built sidecar in a process of its own (as `npm start` runs it), in front of `upstream`, with `env` added. */
+export function startSidecarChild(opts: {
+  main: string;
+  upstream: string;
+  dataDir: string;
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+}): Promise<ChildServer> {
+  return startChild({
+    script: opts.main,
+    env: {
+      GUARDIAN_UPSTREAM_URL: opts.upstream,
+      GUARDIAN_HOST: '127.0.0.1',
+      GUARDIAN_PORT: '0',
+      GUARDIAN_DATA_DIR: opts.dataDir,
+      OTEL_EXPORTER_OTLP_ENDPOINT: '',
+      ...opts.env,
+    },
+    nodeArgs: opts.nodeArgs,
+    pick: jsonUrl,
   });
 }
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -43,6 +43,29 @@ describe('a writer killed mid-write', () => {
     },
     120_000,
   );
+
+  it('killed after a span was placed and before its commit: the span and its line are kept, nothing is torn', async () => {
+    // What a request is forwarded after (ADR 0013): the span file in place and its chain line written. The process
+    // dies before the run's commit (folder and chain fsync, anchor, index): the page cache keeps what was written.
+    const spanDir = join(root, 'before-commit');
+    const anchorDir = join(root, 'before-commit-anchor');
+    const child = await runWriter({
+      SPAN_DIR: spanDir,
+      ANCHOR_DIR: anchorDir,
+      WRITES: '5',
+      GUARDIAN_TEST_CRASH_POINT: 'before-commit@3',
+    });
+    expect(child.signal).toBe('SIGKILL');
+    const { ok, runs } = await verifyArchive({ spanDir, anchorDir });
+    expect(ok).toBe(true);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ status: 'ok', lines: 3 });
+    // The anchor lags the chain by the commit that did not run (docs/ARCHIVE_FORMAT.md §4).
+    const anchor = readFileSync(join(anchorDir, `${runs[0]!.run}.jsonl`), 'utf8')
+      .trim()
+      .split('\n');
+    expect(anchor).toHaveLength(2);
+  }, 60_000);
 
   it('two writer processes on one span folder: no forks, no lost spans', async () => {
     const spanDir = join(root, 'two-writers');

@@ -36,8 +36,13 @@ export interface SpanRef {
 
 /**
  * The port the compaction path writes through. A write either lands whole (span file fsynced and renamed,
- * chain line appended) or throws; the caller then defers (CONTRACTS §2.3).
+ * chain line appended and fsynced) or throws; the caller then defers (CONTRACTS §2.3).
  */
 export abstract class ArchiveWriter {
   abstract write(input: SpanInput): Promise<SpanRef>;
+  /**
+   * What a request waits for (ADR 0013): the span file fsynced and renamed into place and its chain line written,
+   * or a throw. `sealed` settles when the run's commit has made the name and the line durable (or rejects).
+   */
+  abstract place(input: SpanInput): Promise<SpanRef & { sealed: Promise<void> }>;
 }

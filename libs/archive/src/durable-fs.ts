@@ -6,8 +6,13 @@ export const FILE_MODE = 0o600;
 export const DIR_MODE = 0o700;
 
 /** Test-only crash points (issue 4: "the writer has test-only crash points"). */
-export type CrashPoint = 'after-span-fsync' | 'after-rename' | 'mid-chain-line';
-const CRASH_POINTS: readonly string[] = ['after-span-fsync', 'after-rename', 'mid-chain-line'];
+export type CrashPoint = 'after-span-fsync' | 'after-rename' | 'mid-chain-line' | 'before-commit';
+const CRASH_POINTS: readonly string[] = [
+  'after-span-fsync',
+  'after-rename',
+  'mid-chain-line',
+  'before-commit',
+];
 
 /** A crash point armed for the N-th span write (`after-rename@3`); N defaults to 1. */
 export interface ArmedCrash {
@@ -55,6 +60,19 @@ export async function writeFileDurable(
   data: string | Uint8Array,
   hooks: { afterFsync?: () => void; afterRename?: () => void } = {},
 ): Promise<void> {
+  await writeFileInPlace(target, data, hooks);
+  await fsyncDir(path.dirname(target));
+}
+
+/**
+ * writeFileDurable without the folder's fsync: the file's bytes are durable and it has its final name, but the name
+ * itself becomes durable only with the folder's next fsync (the run writer's commit, ADR 0013).
+ */
+export async function writeFileInPlace(
+  target: string,
+  data: string | Uint8Array,
+  hooks: { afterFsync?: () => void; afterRename?: () => void } = {},
+): Promise<void> {
   const tmp = tempName(target);
   const handle = await fsp.open(tmp, 'wx', FILE_MODE);
   try {
@@ -72,7 +90,6 @@ export async function writeFileDurable(
   hooks.afterFsync?.();
   await fsp.rename(tmp, target);
   hooks.afterRename?.();
-  await fsyncDir(path.dirname(target));
 }
 
 /** Appends bytes and fsyncs before returning. */
@@ -80,6 +97,21 @@ export async function appendDurable(target: string, data: string | Uint8Array): 
   const handle = await fsp.open(target, 'a', FILE_MODE);
   try {
     await handle.appendFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Appends bytes without waiting for them to reach the disk (a crash of the process keeps them; a power cut may not). */
+export async function appendPlain(target: string, data: string | Uint8Array): Promise<void> {
+  await fsp.appendFile(target, data, { mode: FILE_MODE });
+}
+
+/** fsyncs a file that exists. */
+export async function fsyncFile(target: string): Promise<void> {
+  const handle = await fsp.open(target, 'r');
+  try {
     await handle.sync();
   } finally {
     await handle.close();
@@ -98,14 +130,51 @@ export function isErrno(err: unknown, code: string): boolean {
 
 /**
  * Appends lines to files of one folder, making the folder once rather than on every append (a mkdir per compaction
- * log line showed up at 3% of the sidecar's CPU under load), and again when it has vanished since (ENOENT).
+ * log line showed up at 3% of the sidecar's CPU under load), and again when it has vanished since (ENOENT). Appends
+ * that arrive while one is being written go out together in the next one, with one fsync (group commit: a busy
+ * sidecar wrote each compaction log line and receipt with an open, an fsync and a close of its own); each caller's
+ * promise still settles only once its line is durable.
  */
 export class FolderAppender {
   private ready = false;
+  private readonly queued = new Map<string, { data: string[]; waiters: Waiter[] }>();
+  private writing: Promise<void> | undefined;
 
   constructor(private readonly dir: string) {}
 
-  async append(name: string, data: string): Promise<void> {
+  append(name: string, data: string): Promise<void> {
+    let q = this.queued.get(name);
+    if (!q) {
+      q = { data: [], waiters: [] };
+      this.queued.set(name, q);
+    }
+    q.data.push(data);
+    const done = new Promise<void>((resolve, reject) => q.waiters.push({ resolve, reject }));
+    this.writing ??= this.drain();
+    return done;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queued.size > 0) {
+        const batch = [...this.queued];
+        this.queued.clear();
+        for (const [name, q] of batch) {
+          try {
+            await this.write(name, q.data.join(''));
+            for (const w of q.waiters) w.resolve();
+          } catch (err) {
+            for (const w of q.waiters) w.reject(err);
+          }
+        }
+      }
+    } finally {
+      // In the same turn as the last check of the queue: an append after it starts a new drain.
+      this.writing = undefined;
+    }
+  }
+
+  private async write(name: string, data: string): Promise<void> {
     if (!this.ready) {
       await ensureDir(this.dir);
       this.ready = true;
@@ -119,4 +188,9 @@ export class FolderAppender {
       await appendDurable(target, data);
     }
   }
+}
+
+interface Waiter {
+  resolve: () => void;
+  reject: (err: unknown) => void;
 }

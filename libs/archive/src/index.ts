@@ -11,6 +11,7 @@ export { canonicalJson, sha256Hex, type JsonValue } from './canonical-json';
 export {
   SealedArchive,
   type ArchiveWarning,
+  type PlacedSpan,
   type SealedArchiveOptions,
   type SealedHead,
 } from './sealed-archive';

@@ -9,17 +9,25 @@ import { buildDigest } from './digest';
 import {
   FILE_MODE,
   appendDurable,
+  appendPlain,
   crashNow,
   ensureDir,
   fsyncDir,
+  fsyncFile,
   writeFileDurable,
+  writeFileInPlace,
   type CrashPoint,
 } from './durable-fs';
 import { buildSpanRecord } from './span-record';
 
 /** A non-fatal problem: the span landed, a derived file (index, anchor, prune) did not (issue 4 item 8). */
 export interface ArchiveWarning {
-  code: 'ARCHIVE_INDEX_FAILED' | 'ARCHIVE_ANCHOR_FAILED' | 'ARCHIVE_PRUNE_FAILED' | 'ARCHIVE_JOURNAL_FAILED';
+  code:
+    | 'ARCHIVE_INDEX_FAILED'
+    | 'ARCHIVE_ANCHOR_FAILED'
+    | 'ARCHIVE_PRUNE_FAILED'
+    | 'ARCHIVE_JOURNAL_FAILED'
+    | 'ARCHIVE_COMMIT_FAILED';
   run: string;
   cause: unknown;
 }
@@ -51,6 +59,19 @@ export interface SealedHead {
 
 type NewLine = Omit<ChainBody, 'v' | 'seq' | 'prev' | 'at'>;
 
+/** A span placed, whose chain line is written: what a request waits for; `sealed` settles at the commit. */
+export interface PlacedSpan extends SpanRef {
+  sealed: Promise<void>;
+}
+
+/** A span placed and not committed yet: its line, and what the commit derives from it (anchor, index). */
+interface Uncommitted {
+  line: ChainLine;
+  indexLine: () => string;
+  /** The span write's number in its process (test-only crash points). */
+  write: number | undefined;
+}
+
 /**
  * The only writer of one run (CONTRACTS §4): span numbers, chain head, journal segment and pruning state live
  * here, and every write goes through one promise queue so chain lines never interleave.
@@ -70,6 +91,11 @@ export class RunWriter {
   private openSegment: { segment: number; bytes: number } | null = null;
   private journalLines = 0;
   private anchorReady = false;
+  /** Spans placed whose commit has not run yet, and the commit queued for them. */
+  private readonly uncommitted: Uncommitted[] = [];
+  private commitQueued: Promise<void> | undefined;
+  /** chain.jsonl's length after each line not yet committed (a sealed head reports its bytes). */
+  private readonly lineEnds = new Map<number, number>();
   readonly dir: string;
 
   private constructor(private readonly opts: RunWriterOptions) {
@@ -106,12 +132,26 @@ export class RunWriter {
   }
 
   /** `write` numbers this span write in its process, for the test-only crash points (`after-rename@3`). */
-  writeSpan(input: SpanInput, write?: number): Promise<SpanRef> {
+  async writeSpan(input: SpanInput, write?: number): Promise<SpanRef> {
+    const { sealed, ...ref } = await this.placeSpan(input, write);
+    await sealed;
+    return ref;
+  }
+
+  /**
+   * Places a span: its file fsynced and renamed into place, its chain line written (ADR 0013). The folder's fsync,
+   * the chain's fsync, the anchor and index lines and pruning follow in the run's next commit, which takes every span
+   * placed since the last one (group commit); `sealed` settles then. A crash of the process before the commit keeps
+   * the span and its line (they are in the file); a power cut may leave the span without its line, a torn tail that
+   * `--repair` seals.
+   */
+  placeSpan(input: SpanInput, write?: number): Promise<PlacedSpan> {
     return this.enqueue(async () => {
       // The queue runs one task at a time, so the number is this task's until it ends.
       this.write = write;
       try {
-        return await this.doWriteSpan(input);
+        const ref = await this.doPlaceSpan(input);
+        return { ...ref, sealed: this.scheduleCommit() };
       } finally {
         this.write = undefined;
       }
@@ -136,12 +176,12 @@ export class RunWriter {
     return result;
   }
 
-  private async doWriteSpan(input: SpanInput): Promise<SpanRef> {
+  private async doPlaceSpan(input: SpanInput): Promise<SpanRef> {
     const span = this.nextSpan;
     const file = spanFileName(span);
     const record = buildSpanRecord(this.opts.run, span, input);
     const bytes = Buffer.from(`${JSON.stringify(record, null, 2)}\n`, 'utf8');
-    await writeFileDurable(path.join(this.dir, file), bytes, {
+    await writeFileInPlace(path.join(this.dir, file), bytes, {
       afterFsync: () => this.maybeCrash('after-span-fsync'),
       afterRename: () => {
         // From here the file is on disk: its number is used whatever happens next.
@@ -149,22 +189,63 @@ export class RunWriter {
         this.maybeCrash('after-rename');
       },
     });
-    await this.guard(() =>
-      this.appendChain({ kind: 'span', file, sha256: sha256Hex(bytes), size: bytes.length }),
+    const line = await this.guard(() =>
+      this.writeChainLine({ kind: 'span', file, sha256: sha256Hex(bytes), size: bytes.length }),
     );
     this.live.push(file);
-    // The index is derived (rebuilt by --reindex), so it is appended without its own fsync.
+    // The index is derived (rebuilt by --reindex): built and appended at the commit, off the request's path.
+    this.uncommitted.push({
+      line,
+      indexLine: () => `${JSON.stringify(buildDigest({ ...record, file }))}\n`,
+      write: this.write,
+    });
+    return { run: this.opts.run, span, ref: `${this.opts.run}/${file}` };
+  }
+
+  /** One commit for every span placed since the last (group commit); the queue keeps it in order with the rest. */
+  private scheduleCommit(): Promise<void> {
+    if (this.commitQueued === undefined) {
+      this.commitQueued = this.enqueue(() => {
+        this.commitQueued = undefined;
+        return this.commit();
+      });
+    }
+    return this.commitQueued;
+  }
+
+  /**
+   * Makes the placed spans durable in the order docs/ARCHIVE_FORMAT.md promises: the folder's fsync (their names),
+   * then the chain's (their lines); then the derived writes: anchor lines, index lines, pruning.
+   */
+  private async commit(): Promise<void> {
+    // A commit that failed left this run torn: the spans placed since are not sealed either.
+    if (this.poisoned) throw new Error(`run ${this.opts.run} is torn; its placed spans are not sealed`);
+    const batch = this.uncommitted.splice(0);
+    if (batch.length === 0) return;
+    if (batch.some((u) => this.opts.crashAt('before-commit', u.write))) crashNow();
+    try {
+      await fsyncDir(this.dir);
+      await fsyncFile(path.join(this.dir, CHAIN_FILE));
+    } catch (cause) {
+      // The lines are written but maybe not durable: this run is not written again (a new one opens).
+      this.poisoned = true;
+      this.opts.onWarning({ code: 'ARCHIVE_COMMIT_FAILED', run: this.opts.run, cause });
+      throw cause;
+    }
+    const last = batch[batch.length - 1]!.line;
+    this.opts.onSealed?.({
+      run: this.opts.run,
+      seq: last.seq,
+      head: last.hash,
+      bytes: this.chainBytesAt(last.seq),
+    });
+    await this.anchor(batch.map((u) => u.line));
     await this.derived('ARCHIVE_INDEX_FAILED', () =>
-      fsp.appendFile(
-        path.join(this.dir, INDEX_FILE),
-        `${JSON.stringify(buildDigest({ ...record, file }))}\n`,
-        {
-          mode: FILE_MODE,
-        },
-      ),
+      fsp.appendFile(path.join(this.dir, INDEX_FILE), batch.map((u) => u.indexLine()).join(''), {
+        mode: FILE_MODE,
+      }),
     );
     await this.derived('ARCHIVE_PRUNE_FAILED', () => this.prune());
-    return { run: this.opts.run, span, ref: `${this.opts.run}/${file}` };
   }
 
   private async doAppendJournal(entries: { at: Date; message: unknown }[]): Promise<void> {
@@ -190,6 +271,8 @@ export class RunWriter {
     if (open === null) return;
     const from = path.join(this.dir, journalFileName(open.segment, true));
     const file = journalFileName(open.segment, false);
+    // Lines after placed spans' lines are made durable only after theirs (and their names) are.
+    await this.commit();
     await this.guard(async () => {
       await fsp.rename(from, path.join(this.dir, file));
       this.openSegment = null;
@@ -209,7 +292,18 @@ export class RunWriter {
     await fsyncDir(this.dir);
   }
 
+  /** Appends a chain line and makes it durable at once, with its anchor line (journal, prune and repair lines). */
   private async appendChain(fields: NewLine): Promise<ChainLine> {
+    const line = await this.writeChainLine(fields);
+    await fsyncFile(path.join(this.dir, CHAIN_FILE));
+    this.opts.onSealed?.({ run: this.opts.run, seq: line.seq, head: line.hash, bytes: this.chainBytes });
+    this.lineEnds.clear();
+    await this.anchor([line]);
+    return line;
+  }
+
+  /** Writes the next chain line, without waiting for the disk (the caller syncs it, or the commit does). */
+  private async writeChainLine(fields: NewLine): Promise<ChainLine> {
     const body: ChainBody = {
       v: 1,
       seq: this.seq + 1,
@@ -225,23 +319,32 @@ export class RunWriter {
       await handle.sync();
       crashNow();
     }
-    await appendDurable(target, text);
+    await appendPlain(target, text);
     this.seq = line.seq;
     this.prev = line.hash;
     this.chainBytes += Buffer.byteLength(text);
-    this.opts.onSealed?.({ run: this.opts.run, seq: this.seq, head: this.prev, bytes: this.chainBytes });
-    const anchorDir = this.opts.anchorDir;
-    if (anchorDir !== null) {
-      await this.derived('ARCHIVE_ANCHOR_FAILED', async () => {
-        if (!this.anchorReady) await ensureDir(anchorDir);
-        this.anchorReady = true;
-        await appendDurable(
-          path.join(anchorDir, `${this.opts.run}.jsonl`),
-          anchorLineText(line.seq, line.hash),
-        );
-      });
-    }
+    this.lineEnds.set(line.seq, this.chainBytes);
     return line;
+  }
+
+  private chainBytesAt(seq: number): number {
+    const bytes = this.lineEnds.get(seq) ?? this.chainBytes;
+    for (const s of [...this.lineEnds.keys()]) if (s <= seq) this.lineEnds.delete(s);
+    return bytes;
+  }
+
+  /** The anchor lines of `lines`, in one append (GUARDIAN_SEAL_ANCHOR_DIR); derived: a failure only warns. */
+  private async anchor(lines: readonly ChainLine[]): Promise<void> {
+    const anchorDir = this.opts.anchorDir;
+    if (anchorDir === null || lines.length === 0) return;
+    await this.derived('ARCHIVE_ANCHOR_FAILED', async () => {
+      if (!this.anchorReady) await ensureDir(anchorDir);
+      this.anchorReady = true;
+      await appendDurable(
+        path.join(anchorDir, `${this.opts.run}.jsonl`),
+        lines.map((l) => anchorLineText(l.seq, l.hash)).join(''),
+      );
+    });
   }
 
   private crashAtChainLine(): boolean {

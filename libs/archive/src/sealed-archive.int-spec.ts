@@ -38,6 +38,26 @@ describe('SealedArchive', () => {
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
+  it('places spans at once and seals them together: chain, anchor and index lines for every one', async () => {
+    const anchorDir = join(root, 'anchor');
+    const archive = new SealedArchive({ spanDir, anchorDir, keepSpans: 100, replica: 'aaaa1111' });
+    // What a request waits for: each span in place with its chain line; the commit follows (ADR 0013).
+    const placed = [];
+    for (let i = 0; i < 5; i++) placed.push(await archive.place(input({ summary: `Span ${i}.` })));
+    expect(placed.map((p) => p.span)).toEqual([1, 2, 3, 4, 5]);
+    const run = placed[0]!.run;
+    const chainNow = readFileSync(join(spanDir, run, 'chain.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    expect(chainNow).toHaveLength(5);
+    await Promise.all(placed.map((p) => p.sealed));
+    const lines = (file: string) => readFileSync(file, 'utf8').trim().split('\n');
+    expect(lines(join(anchorDir, `${run}.jsonl`))).toHaveLength(5);
+    expect(lines(join(spanDir, run, 'index.jsonl'))).toHaveLength(5);
+    expect((await verifyRun({ spanDir, run, anchorDir })).break).toBeNull();
+    expect(archive.takeSealed()).toEqual([expect.objectContaining({ run, seq: 5 })]);
+  });
+
   it('writes one run per session with run.json, numbered spans, a chain line and a digest line each', async () => {
     const now = () => new Date('2026-10-30T14:30:12Z');
     const archive = new SealedArchive({ spanDir, keepSpans: 500, replica: 'abcd1234', now });

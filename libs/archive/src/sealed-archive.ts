@@ -4,9 +4,9 @@ import { ArchiveWriter, type SpanInput, type SpanRef } from './archive-writer';
 import { ArchiveError } from './archive-error';
 import { assertRunId } from './archive-paths';
 import { ensureDir, isErrno, parseCrashPoint, type ArmedCrash, type CrashPoint } from './durable-fs';
-import { RunWriter, type ArchiveWarning, type SealedHead } from './run-writer';
+import { RunWriter, type ArchiveWarning, type PlacedSpan, type SealedHead } from './run-writer';
 
-export type { ArchiveWarning, SealedHead } from './run-writer';
+export type { ArchiveWarning, PlacedSpan, SealedHead } from './run-writer';
 
 /** Options of the sealed span writer. */
 export interface SealedArchiveOptions {
@@ -76,10 +76,20 @@ export class SealedArchive extends ArchiveWriter {
   }
 
   override async write(input: SpanInput): Promise<SpanRef> {
+    const { sealed, ...ref } = await this.place(input);
+    try {
+      await sealed;
+    } catch (cause) {
+      throw new ArchiveError('ARCHIVE_WRITE_FAILED', `span not sealed in run ${ref.run}`, { cause });
+    }
+    return ref;
+  }
+
+  override async place(input: SpanInput): Promise<PlacedSpan> {
     // Numbered at entry: concurrent writes of several sessions must not shift a crash point armed for the N-th.
     const write = ++this.spanWrites;
     return this.withWriter(input.sessionHash, input.ownerHash ?? null, 'span', (w) =>
-      w.writeSpan(input, write),
+      w.placeSpan(input, write),
     );
   }
 
@@ -132,6 +142,11 @@ export class SealedArchive extends ArchiveWriter {
     for (let attempt = 1; ; attempt += 1) {
       const pending = this.writerFor(sessionHash, ownerHash);
       const writer = await pending;
+      if (writer.poisoned && attempt === 1) {
+        // Torn by a commit that failed after its spans were placed: a torn run is never written again.
+        if (this.runs.get(sessionHash) === pending) this.runs.delete(sessionHash);
+        continue;
+      }
       try {
         return await write(writer);
       } catch (cause) {

@@ -125,9 +125,24 @@ export function capPins(pins: readonly string[], maxChars: number): string[] {
   return kept;
 }
 
+/**
+ * Per message, computed once: a conversation's messages come back on every turn, and a message object that is read
+ * again (the app reuses it for bytes a client resent) never changes its text. A cache of a pure function, as the
+ * ledger's: the results are the same without it.
+ */
+const pinsOf = new WeakMap<NeutralMessage, string[]>();
+
 /** The pins each message asks for, index for index (only text a person typed can pin). */
 export function pinsByMessage(messages: readonly NeutralMessage[]): string[][] {
-  return messages.map((m) => (m.userTyped && m.role === 'user' ? extractPins(m.text) : []));
+  return messages.map((m) => {
+    if (!m.userTyped || m.role !== 'user') return [];
+    let found = pinsOf.get(m);
+    if (found === undefined) {
+      found = extractPins(m.text);
+      pinsOf.set(m, found);
+    }
+    return found;
+  });
 }
 
 /**

@@ -76,3 +76,22 @@ describe('prefixHashes', () => {
     expect(prefixHashes([fromItem('system', item)])[1]).not.toBe(prefixHashes([fromItem('user', item)])[1]);
   });
 });
+
+describe('prefixHashes from known hashes', () => {
+  it('extends the hashes of a leading part to the same hashes as from scratch', () => {
+    const messages = ['a', 'b', 'c', 'd'].map((text, i) => ({
+      role: i === 0 ? 'system' : 'user',
+      text,
+      chars: 1,
+      callIds: [],
+      resultIds: [],
+      toolCalls: [],
+      userTyped: i > 0,
+      spillable: true,
+      digest: sha256Hex(text),
+    }));
+    const all = prefixHashes(messages);
+    for (let k = 0; k <= messages.length; k++)
+      expect(prefixHashes(messages, prefixHashes(messages.slice(0, k)))).toEqual(all);
+  });
+});

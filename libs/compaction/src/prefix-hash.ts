@@ -51,14 +51,18 @@ function writeCanonical(value: unknown, out: (piece: string) => void): void {
   out('}');
 }
 
+const PREFIX_SEED = 'context-guardian/prefix/v1';
+
 /**
  * Prefix hashes of a conversation: `hashes[k]` identifies messages [0, k) by content, so the memo finds the
  * summary of an evicted prefix whatever came after it (CONTRACTS §1: conversations are identified by content).
  * Chained, so each prefix costs one hash of one message digest.
  */
-export function prefixHashes(messages: readonly NeutralMessage[]): string[] {
-  const out: string[] = [sha256Hex('context-guardian/prefix/v1')];
-  for (const m of messages) {
+export function prefixHashes(messages: readonly NeutralMessage[], known: readonly string[] = []): string[] {
+  // `known`: hashes already had for a leading part of these same messages (a turn that resends them), kept as they are.
+  const out: string[] = known.length > 0 ? known.slice(0, messages.length + 1) : [sha256Hex(PREFIX_SEED)];
+  for (let i = out.length - 1; i < messages.length; i += 1) {
+    const m = messages[i]!;
     const prev = out[out.length - 1] ?? '';
     out.push(
       createHash('sha256')

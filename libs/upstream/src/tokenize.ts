@@ -1,5 +1,28 @@
 import type { HeaderMap } from './headers';
-import type { UpstreamClient } from './upstream-client';
+import { readBounded, type UpstreamClient } from './upstream-client';
+
+/** `{"count": N` at the start of a tokenize answer (vLLM's shape). */
+const COUNT_AT_HEAD = /^\s*\{\s*"count"\s*:\s*(\d+)\s*[,}]/;
+
+/**
+ * A JSON object as bytes, with `messages` and `tools` copied from the client's own JSON when given (the same
+ * values: they were parsed from those bytes) instead of serialised again.
+ */
+function jsonWithRaw(
+  body: Record<string, unknown>,
+  raw: { messages: Buffer; tools?: Buffer } | undefined,
+): Buffer {
+  if (!raw) return Buffer.from(JSON.stringify(body));
+  const parts: Buffer[] = [];
+  for (const [key, value] of Object.entries(body)) {
+    if (value === undefined) continue;
+    parts.push(Buffer.from(`${parts.length === 0 ? '{' : ','}${JSON.stringify(key)}:`));
+    const bytes = key === 'messages' ? raw.messages : key === 'tools' ? raw.tools : undefined;
+    parts.push(bytes ?? Buffer.from(JSON.stringify(value)));
+  }
+  parts.push(Buffer.from(parts.length === 0 ? '{}' : '}'));
+  return Buffer.concat(parts);
+}
 
 /** An exact count, and whether the tools in it had to be estimated (the route could not take them). */
 export interface TokenizeResult {
@@ -24,6 +47,8 @@ export async function tokenizeCount(
   opts: {
     model: string;
     messages: unknown[];
+    /** The same messages (and tools) as the client sent their JSON: sent as they are instead of serialised again. */
+    raw?: { messages: Buffer; tools?: Buffer };
     flatText: string;
     /** The request's `tools`, when it has any and they count. */
     tools?: unknown;
@@ -36,19 +61,30 @@ export async function tokenizeCount(
   const signal = AbortSignal.timeout(Math.max(1, opts.timeoutMs));
   const post = async (
     path: string,
-    body: unknown,
+    body: Record<string, unknown>,
   ): Promise<{ status: number; body?: Record<string, unknown> }> => {
-    const res = await client.json({
+    const res = await client.request({
       method: 'POST',
       path,
       headers: { ...opts.headers, 'content-type': 'application/json' },
-      body: Buffer.from(JSON.stringify(body)),
+      body: jsonWithRaw(body, opts.raw),
       signal,
       timeoutMs: opts.timeoutMs,
-      maxBytes: 16 * 1024 * 1024,
     });
-    const ok = res.status === 200 && typeof res.body === 'object' && res.body !== null;
-    return { status: res.status, body: ok ? (res.body as Record<string, unknown>) : undefined };
+    const text = await readBounded(res.body, 16 * 1024 * 1024);
+    if (res.status !== 200) return { status: res.status };
+    // vLLM answers {count, max_model_len, tokens: [every token id]}: the count is read from the head, so a 128k-token
+    // request's answer is not parsed whole (ADR 0013).
+    const count = COUNT_AT_HEAD.exec(text.slice(0, 256));
+    if (count) return { status: 200, body: { count: Number(count[1]) } };
+    try {
+      const parsed: unknown = JSON.parse(text);
+      const ok = typeof parsed === 'object' && parsed !== null;
+      return { status: res.status, body: ok ? (parsed as Record<string, unknown>) : undefined };
+    } catch {
+      // Not JSON: no count in it; the caller keeps its estimate.
+      return { status: res.status };
+    }
   };
   const hasTools = opts.tools !== undefined;
   const withTools = (n: number): TokenizeResult => ({ tokens: n, toolsEstimated: false });

@@ -4,7 +4,6 @@ import {
   chooseRebuild,
   planCompaction,
   planRebuild,
-  prefixHashes,
   rebuiltTokens,
   rebuildInput,
   spillPointer,
@@ -15,7 +14,7 @@ import {
 import { GuardianConfig } from '../config/guardian-config';
 import type { Decision, RequestContext } from './compaction-context';
 import { DecisionReporter } from './decision-reporter';
-import { fillDigests } from './formats/format-adapter';
+import { conversationPrefixHashes, requestBytes } from './conversation-reader';
 import { Precompactor } from './precompactor';
 import { blockSource, requestPlanInput } from './request-plan';
 import { StretchArchiver } from './stretch-archiver';
@@ -47,8 +46,7 @@ export class CompactionEngine {
     };
     if (count.tokens <= budget.budget) return unchanged;
 
-    fillDigests(conv);
-    const hashes = prefixHashes(conv.messages);
+    const hashes = conversationPrefixHashes(conv);
     const planned = requestPlanInput(ctx, this.config.env, await this.stretches.lookup(ctx, hashes));
     const { block, memo } = planned;
     const plan = planCompaction(planned.input);
@@ -127,6 +125,6 @@ export class CompactionEngine {
       plan,
       replaceText,
     );
-    return { body: Buffer.from(JSON.stringify(json)), tokens, spilled: replaceText.size };
+    return { body: requestBytes(json, conv, ctx.adapter.itemsKey), tokens, spilled: replaceText.size };
   }
 }

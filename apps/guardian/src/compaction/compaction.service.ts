@@ -7,6 +7,7 @@ import { Observability } from '../observability/observability';
 import { factsOf } from './answer-bookkeeping';
 import { CompactionEngine } from './compaction-engine';
 import { codeOf, stageOf } from './compaction-errors';
+import { ConversationReader } from './conversation-reader';
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
 import { ExchangeFactory, type Exchange } from './exchange';
 import { FastPath } from './fast-path';
@@ -32,6 +33,8 @@ const ADAPTERS: Record<string, FormatAdapter> = {
  */
 @Injectable()
 export class CompactionService {
+  private readonly reader = new ConversationReader();
+
   constructor(
     private readonly config: GuardianConfig,
     private readonly measure: RequestMeasure,
@@ -87,20 +90,21 @@ export class CompactionService {
     const passthrough = (): Exchange => this.exchange({ input, adapter: adapter ?? chatAdapter });
     if (!adapter) return passthrough();
 
-    let json: unknown;
-    try {
-      json = JSON.parse(input.body.toString('utf8'));
-    } catch {
+    const read = this.reader.read(adapter, input.body, {
+      countTools: this.config.env.GUARDIAN_COUNT_TOOLS,
+      sessionKey: input.sessionHeader.kind === 'value' ? input.sessionHeader.value : '',
+    });
+    if (read.kind === 'not-json') {
       // Malformed JSON is the client's to hear about from the upstream: forwarded byte for byte, never a guardian error.
       this.obs.state.passthroughUnparsed += 1;
       return passthrough();
     }
-    const conv = adapter.parse(json, { countTools: this.config.env.GUARDIAN_COUNT_TOOLS });
-    if (!conv) {
+    if (read.kind === 'not-understood') {
       // A shape the engine does not understand (a stateful Responses call, an unknown item): forwarded unchanged.
       this.obs.state.passthroughStateful += 1;
       return passthrough();
     }
+    const conv = read.conv;
 
     const session = sessionOfConversation(input.sessionHeader, conv);
     if (session.ignored) this.obs.metrics.sessionHeaderIgnored.inc({ reason: session.ignored.reason });

@@ -1,13 +1,13 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
-import { chooseCut, prefixHashes, type PlanInput } from '@guardian/compaction';
+import { chooseCut, type PlanInput } from '@guardian/compaction';
 import { logOnce, type PrecompactOutcome } from '@guardian/telemetry';
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
 import { codeOf } from './compaction-errors';
 import type { Decision, RequestContext } from './compaction-context';
-import { fillDigests } from './formats/format-adapter';
+import { conversationPrefixHashes } from './conversation-reader';
 import { requestPlanInput } from './request-plan';
 import { StretchService } from './stretch-service';
 
@@ -89,8 +89,7 @@ export class Precompactor implements OnModuleDestroy {
       input: { ...ctx.input, signal: job.abort.signal },
       reason: 'budget',
     };
-    fillDigests(bg.conv);
-    const hashes = prefixHashes(bg.conv.messages);
+    const hashes = conversationPrefixHashes(bg.conv);
     const entries = await this.stretches.lookup(bg, hashes);
     const latest = entries.at(-1);
     // One stretch ahead at most: a summary made ahead of need and not used yet is enough.

@@ -95,6 +95,7 @@ export class RequestCounter {
       : await tokenizeCount(this.upstream, {
           model: conv.model,
           messages: conv.items,
+          raw: rawOf(conv, tools),
           flatText: conv.messages.map((m) => m.text).join('\n'),
           tools,
           toolTokens: tools === undefined ? 0 : tokensForChars(jsonChars(tools), est.counter),
@@ -130,4 +131,18 @@ export class RequestCounter {
     }
     cal.observe(promptTokens, rawEstimate);
   }
+}
+
+/** The client's own bytes of the messages (and tools), when the request was read with them (ConversationReader). */
+function rawOf(conv: ParsedConversation, tools: unknown): { messages: Buffer; tools?: Buffer } | undefined {
+  const raw = conv.raw;
+  if (!raw) return undefined;
+  const toolsRange = tools === undefined ? undefined : raw.fields.get('tools');
+  return {
+    messages: raw.body.subarray(raw.array.start, raw.array.end),
+    tools:
+      toolsRange && tools === conv.json.tools
+        ? raw.body.subarray(toolsRange.start, toolsRange.end)
+        : undefined,
+  };
 }

@@ -28,11 +28,15 @@ export class SpanRecorder implements OnModuleDestroy {
     private readonly obs: Observability,
   ) {}
 
-  /** The span's ref, or undefined when the write failed (counted as archive_deferred). */
+  /**
+   * The span's ref once it is in place (its file fsynced and renamed, its chain line written), or undefined when the
+   * write failed (counted as archive_deferred). Its commit (the folder's and chain's fsync, the anchor) follows behind
+   * the request and is awaited at shutdown (ADR 0013).
+   */
   async write(input: SpanInput): Promise<SpanRef | undefined> {
     const started = performance.now();
     try {
-      const ref = await withSpan(
+      const { sealed, ...ref } = await withSpan(
         'guardian.archive.write',
         {
           ...genAiAttributes({ model: input.model }),
@@ -41,9 +45,19 @@ export class SpanRecorder implements OnModuleDestroy {
           'guardian.tokens_before': input.tokensBefore,
           'guardian.tokens_after': input.tokensAfter,
         },
-        () => this.archive.write(input),
+        () => this.archive.place(input),
       );
       this.obs.metrics.archiveWriteDuration.observe((performance.now() - started) / 1000);
+      this.behind(
+        sealed.catch((err: unknown) =>
+          // The span is on disk and named in this request; its run is torn now, and --verify names it.
+          this.obs.failOpen('archive', 'commit_failed', {
+            route: routeLabel(input.route),
+            model: input.model,
+            err,
+          }),
+        ),
+      );
       return ref;
     } catch (err) {
       const code = errnoOf(err);
@@ -69,7 +83,12 @@ export class SpanRecorder implements OnModuleDestroy {
    * awaited at shutdown so none is lost to a clean stop.
    */
   logLineLater(line: CompactionLogInput, tokensBefore: number, tokensAfter: number): void {
-    const p = this.logLine(line, tokensBefore, tokensAfter).finally(() => this.pending.delete(p));
+    this.behind(this.logLine(line, tokensBefore, tokensAfter));
+  }
+
+  /** Work that goes on after the request, awaited at shutdown. */
+  private behind(work: Promise<void>): void {
+    const p = work.finally(() => this.pending.delete(p));
     this.pending.add(p);
   }
 

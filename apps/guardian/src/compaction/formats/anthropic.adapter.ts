@@ -1,14 +1,12 @@
-import type { NeutralMessage } from '@guardian/compaction';
-
 import {
   IMAGE_CHARS,
   isObject,
   jsonChars,
+  parseWith,
   str,
   stripThinking,
   type FormatAdapter,
   type Json,
-  type ParsedConversation,
 } from './format-adapter';
 
 interface BlocksRead {
@@ -126,36 +124,41 @@ const COUNT_FIELDS = [
 export const anthropicAdapter: FormatAdapter = {
   route: 'messages',
 
-  parse(json, { countTools }) {
-    if (!isObject(json) || !Array.isArray(json.messages) || typeof json.model !== 'string') return undefined;
-    const messages: NeutralMessage[] = [];
-    for (const item of json.messages) {
-      if (!isObject(item) || typeof item.role !== 'string') return undefined;
-      const b = readBlocks(item.content);
-      const role = item.role === 'system' ? 'system' : item.role === 'assistant' ? 'assistant' : 'user';
-      messages.push({
-        role,
-        text: b.text,
-        chars: b.chars,
-        callIds: b.callIds.filter(Boolean),
-        resultIds: b.resultIds.filter(Boolean),
-        toolCalls: b.toolCalls,
-        userTyped: role === 'user' && b.resultIds.length === 0,
-        spillable: b.spillable,
-        digest: '',
-      });
-    }
+  itemsKey: 'messages',
+
+  parse(json, opts) {
+    return parseWith(anthropicAdapter, json, opts);
+  },
+
+  readItem(item) {
+    if (!isObject(item) || typeof item.role !== 'string') return undefined;
+    const b = readBlocks(item.content);
+    const role = item.role === 'system' ? 'system' : item.role === 'assistant' ? 'assistant' : 'user';
+    return {
+      role,
+      text: b.text,
+      chars: b.chars,
+      callIds: b.callIds.filter(Boolean),
+      resultIds: b.resultIds.filter(Boolean),
+      toolCalls: b.toolCalls,
+      userTyped: role === 'user' && b.resultIds.length === 0,
+      spillable: b.spillable,
+      digest: '',
+    };
+  },
+
+  readRequest(json, items, messages, { countTools }) {
+    if (typeof json.model !== 'string') return undefined;
     const systemChars = typeof json.system === 'string' ? json.system.length : readBlocks(json.system).chars;
-    const conv: ParsedConversation = {
+    return {
       route: 'messages',
       model: json.model,
       stream: json.stream === true,
       messages,
-      items: json.messages as unknown[],
+      items,
       fixedChars: systemChars + (countTools ? jsonChars(json.tools) : 0),
       json,
     };
-    return conv;
   },
 
   rebuild(conv, plan) {

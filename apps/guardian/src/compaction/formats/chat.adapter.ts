@@ -1,15 +1,13 @@
-import type { NeutralMessage } from '@guardian/compaction';
-
 import {
   isObject,
   jsonChars,
+  parseWith,
   readParts,
   str,
   stripThinking,
   type FormatAdapter,
   type Json,
   type ObservedAnswer,
-  type ParsedConversation,
   type RebuildPlan,
 } from './format-adapter';
 
@@ -20,49 +18,54 @@ const readContent = (content: unknown) => readParts(content, CHAT_PARTS);
 export const chatAdapter: FormatAdapter = {
   route: 'chat',
 
-  parse(json, { countTools }) {
-    if (!isObject(json) || !Array.isArray(json.messages) || typeof json.model !== 'string') return undefined;
-    const messages: NeutralMessage[] = [];
-    for (const item of json.messages) {
-      if (!isObject(item) || typeof item.role !== 'string') return undefined;
-      const content = readContent(item.content);
-      const role =
-        item.role === 'system' || item.role === 'developer'
-          ? 'system'
-          : item.role === 'user'
-            ? 'user'
-            : item.role === 'assistant'
-              ? 'assistant'
-              : 'tool';
-      const calls = Array.isArray(item.tool_calls) ? item.tool_calls.filter(isObject) : [];
-      const toolCalls = calls.map((c) => {
-        const fn = isObject(c.function) ? c.function : {};
-        return { name: str(fn.name), args: str(fn.arguments) };
-      });
-      const toolChars = toolCalls.reduce((n, c) => n + c.name.length + c.args.length, 0);
-      messages.push({
-        role,
-        text: content.text,
-        chars: content.chars + toolChars,
-        callIds: calls.map((c) => str(c.id)).filter(Boolean),
-        resultIds: role === 'tool' && typeof item.tool_call_id === 'string' ? [item.tool_call_id] : [],
-        toolCalls,
-        userTyped: role === 'user',
-        spillable: content.spillable && calls.length === 0,
-        digest: '',
-      });
-    }
+  itemsKey: 'messages',
+
+  parse(json, opts) {
+    return parseWith(chatAdapter, json, opts);
+  },
+
+  readItem(item) {
+    if (!isObject(item) || typeof item.role !== 'string') return undefined;
+    const content = readContent(item.content);
+    const role =
+      item.role === 'system' || item.role === 'developer'
+        ? 'system'
+        : item.role === 'user'
+          ? 'user'
+          : item.role === 'assistant'
+            ? 'assistant'
+            : 'tool';
+    const calls = Array.isArray(item.tool_calls) ? item.tool_calls.filter(isObject) : [];
+    const toolCalls = calls.map((c) => {
+      const fn = isObject(c.function) ? c.function : {};
+      return { name: str(fn.name), args: str(fn.arguments) };
+    });
+    const toolChars = toolCalls.reduce((n, c) => n + c.name.length + c.args.length, 0);
+    return {
+      role,
+      text: content.text,
+      chars: content.chars + toolChars,
+      callIds: calls.map((c) => str(c.id)).filter(Boolean),
+      resultIds: role === 'tool' && typeof item.tool_call_id === 'string' ? [item.tool_call_id] : [],
+      toolCalls,
+      userTyped: role === 'user',
+      spillable: content.spillable && calls.length === 0,
+      digest: '',
+    };
+  },
+
+  readRequest(json, items, messages, { countTools }) {
+    if (typeof json.model !== 'string') return undefined;
     const fixedChars = countTools ? jsonChars(json.tools) + jsonChars(json.functions) : 0;
-    const conv: ParsedConversation = {
+    return {
       route: 'chat',
       model: json.model,
       stream: json.stream === true,
       messages,
-      items: json.messages as unknown[],
+      items,
       fixedChars,
       json,
     };
-    return conv;
   },
 
   rebuild(conv, plan: RebuildPlan): Json {

@@ -1,6 +1,7 @@
 import { canonicalDigest, type NeutralMessage, type SummaryPrompt } from '@guardian/compaction';
 
 import type { OwnedRoute } from '../../http/api-style';
+import type { Range } from './json-outline';
 
 export type Json = Record<string, unknown>;
 
@@ -15,6 +16,23 @@ export interface ParsedConversation {
   /** Characters every request carries outside the messages (tools array, top-level system or instructions). */
   fixedChars: number;
   json: Json;
+  /** Where the request's bytes are, when it was read by ConversationReader (ADR 0013). */
+  raw?: RawConversation;
+  /**
+   * Prefix hashes already had for the leading messages this request resent (ConversationReader); extended in place by
+   * conversationPrefixHashes, so the next turn has them too.
+   */
+  prefix?: string[];
+}
+
+/** Where a parsed request's bytes are, so what is sent on can reuse them instead of serialising again (ADR 0013). */
+export interface RawConversation {
+  body: Buffer;
+  /** The items array, brackets included. */
+  array: Range;
+  /** Each item, index for index with `messages`. */
+  items: Range[];
+  fields: Map<string, Range>;
 }
 
 /** How to rebuild a request: which items to keep, the summary block to place, texts to replace (spill). */
@@ -36,8 +54,22 @@ export interface ObservedAnswer {
  */
 export interface FormatAdapter {
   readonly route: OwnedRoute;
+  /** The top-level member that holds the conversation's items. */
+  readonly itemsKey: 'messages' | 'input';
   /** Undefined when the request is not one the engine understands: it then passes through unchanged. */
   parse(json: unknown, opts: { countTools: boolean }): ParsedConversation | undefined;
+  /**
+   * One item as the engine sees it, or undefined for an item it must not compact around (the request then passes
+   * through). A function of the item alone, so a message a client sends again can be read once (ConversationReader).
+   */
+  readItem(item: unknown): NeutralMessage | undefined;
+  /** The request around its items: model, fixed characters, what makes it one the engine does not take. */
+  readRequest(
+    json: Json,
+    items: unknown[],
+    messages: NeutralMessage[],
+    opts: { countTools: boolean },
+  ): ParsedConversation | undefined;
   rebuild(conv: ParsedConversation, plan: RebuildPlan): Json;
   /** Path under the upstream base (after `/v1`) and body of a summariser call in this format. */
   summariserCall(
@@ -61,6 +93,24 @@ export interface ExactCount {
   request(conv: ParsedConversation): { path: string; body: Json };
   /** The prompt tokens the endpoint answered; undefined when the answer is not a count. */
   read(answer: unknown): number | undefined;
+}
+
+/** An adapter's `parse`: each item through `readItem`, then the request through `readRequest`. */
+export function parseWith(
+  adapter: Pick<FormatAdapter, 'itemsKey' | 'readItem' | 'readRequest'>,
+  json: unknown,
+  opts: { countTools: boolean },
+): ParsedConversation | undefined {
+  if (!isObject(json)) return undefined;
+  const items = json[adapter.itemsKey];
+  if (!Array.isArray(items)) return undefined;
+  const messages: NeutralMessage[] = [];
+  for (const item of items as unknown[]) {
+    const m = adapter.readItem(item);
+    if (!m) return undefined;
+    messages.push(m);
+  }
+  return adapter.readRequest(json, items as unknown[], messages, opts);
 }
 
 /** Characters an image costs in the estimate: about 800 tokens, the order of a mid-size image on current models. */

@@ -2,13 +2,13 @@ import type { NeutralMessage } from '@guardian/compaction';
 
 import {
   isObject,
-  readParts,
   jsonChars,
+  parseWith,
+  readParts,
   str,
   stripThinking,
   type FormatAdapter,
   type Json,
-  type ParsedConversation,
 } from './format-adapter';
 
 const RESPONSES_PARTS = {
@@ -95,29 +95,33 @@ function readItem(item: Json): ItemRead | undefined {
 export const responsesAdapter: FormatAdapter = {
   route: 'responses',
 
-  parse(json, { countTools }) {
-    if (!isObject(json) || !Array.isArray(json.input) || typeof json.model !== 'string') return undefined;
+  itemsKey: 'input',
+
+  parse(json, opts) {
+    return parseWith(responsesAdapter, json, opts);
+  },
+
+  readItem(item) {
+    if (!isObject(item)) return undefined;
+    const m = readItem(item);
+    return m ? { ...m, digest: '' } : undefined;
+  },
+
+  readRequest(json, items, messages, { countTools }) {
+    if (typeof json.model !== 'string') return undefined;
     // Stateful requests refer to history guardian never saw: `previous_response_id`, or a Conversations API
     // `conversation` (OpenAI API reference, "Conversation state"). They pass through unchanged.
     if (json.previous_response_id !== undefined && json.previous_response_id !== null) return undefined;
     if (json.conversation !== undefined && json.conversation !== null) return undefined;
-    const messages: NeutralMessage[] = [];
-    for (const item of json.input) {
-      if (!isObject(item)) return undefined;
-      const m = readItem(item);
-      if (!m) return undefined;
-      messages.push({ ...m, digest: '' });
-    }
-    const conv: ParsedConversation = {
+    return {
       route: 'responses',
       model: json.model,
       stream: json.stream === true,
       messages,
-      items: json.input as unknown[],
+      items,
       fixedChars: str(json.instructions).length + (countTools ? jsonChars(json.tools) : 0),
       json,
     };
-    return conv;
   },
 
   rebuild(conv, plan) {

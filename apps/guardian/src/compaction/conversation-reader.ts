@@ -1,0 +1,224 @@
+import { hash } from 'node:crypto';
+
+import { prefixHashes, type NeutralMessage } from '@guardian/compaction';
+
+import {
+  fillDigests,
+  type FormatAdapter,
+  type Json,
+  type ParsedConversation,
+} from './formats/format-adapter';
+import { outline, stringField, type Range } from './formats/json-outline';
+
+export type ReadResult =
+  { kind: 'conversation'; conv: ParsedConversation } | { kind: 'not-json' } | { kind: 'not-understood' };
+
+/**
+ * One conversation's last request, as bytes and as read: a client resends its whole history on every turn, so the
+ * next request finds most of its items here, compared byte for byte, and reuses their parsed form, their message,
+ * its digest and the prefix hashes up to them.
+ */
+interface Slot {
+  bytes: Buffer;
+  /** Each item's start and length in `bytes`. */
+  at: number[];
+  length: number[];
+  items: unknown[];
+  messages: NeutralMessage[];
+  /** Prefix hashes of `messages`, as far as they were computed (shared with the conversation that made them). */
+  prefix: string[];
+}
+
+/** Bytes of items kept for reuse in all; the least recently used conversation goes first. */
+const MAX_BYTES = 16 * 1024 * 1024;
+/** A request bigger than this (a huge paste) is read as it is and not kept. */
+const MAX_SLOT_BYTES = 4 * 1024 * 1024;
+/** Leading bytes of the first item that, with its length, tell one conversation's slot from another's. */
+const KEY_BYTES = 4096;
+
+/**
+ * Reads an owned request into the engine's conversation (ADR 0013: serialise each message once). The body's outline
+ * gives each item's bytes; an item whose bytes equal the same position in this conversation's last request is taken
+ * as read then (its parsed form, its message, its digest), and only new items are parsed. The same result as
+ * `JSON.parse` then `adapter.parse`, which is also the way taken for anything the outline does not cover.
+ */
+export class ConversationReader {
+  private readonly slots = new Map<string, Slot>();
+  private bytes = 0;
+
+  read(adapter: FormatAdapter, body: Buffer, opts: { countTools: boolean; sessionKey: string }): ReadResult {
+    const o = outline(body, [adapter.itemsKey]);
+    const array = o?.fields.get(adapter.itemsKey);
+    const ranges = o?.items.get(adapter.itemsKey);
+    if (!o || !array || !ranges) return parseWhole(adapter, body, opts);
+    let json: Json;
+    try {
+      json = JSON.parse(
+        `${body.toString('utf8', 0, array.start)}[]${body.toString('utf8', array.end)}`,
+      ) as Json;
+    } catch {
+      // The outline does not check what is inside strings: let JSON.parse give the verdict on the whole body.
+      return parseWhole(adapter, body, opts);
+    }
+    const key = slotKey(adapter, body, o.fields, ranges, opts.sessionKey);
+    const slot = key === undefined ? undefined : this.take(key);
+    const items: unknown[] = [];
+    const messages: NeutralMessage[] = [];
+    let same = 0;
+    for (let i = 0; i < ranges.length; i += 1) {
+      const r = ranges[i]!;
+      const known = slot && sameBytes(body, r, slot, i) ? i : -1;
+      if (known === i && same === i) same += 1;
+      let item: unknown;
+      let message: NeutralMessage | undefined;
+      if (known === i) {
+        item = slot!.items[i];
+        message = slot!.messages[i];
+      } else {
+        try {
+          item = JSON.parse(body.toString('utf8', r.start, r.end));
+        } catch {
+          return parseWhole(adapter, body, opts);
+        }
+        message = adapter.readItem(item);
+        if (!message) return { kind: 'not-understood' };
+        // Shared with later turns of the conversation: nothing may change it (a shallow guard; code only reads it).
+        if (typeof item === 'object' && item !== null) Object.freeze(item);
+      }
+      items.push(item);
+      messages.push(message!);
+    }
+    json[adapter.itemsKey] = items;
+    const conv = adapter.readRequest(json, items, messages, opts);
+    if (!conv) return { kind: 'not-understood' };
+    const prefix = slot ? slot.prefix.slice(0, Math.min(same, slot.prefix.length - 1) + 1) : [];
+    conv.raw = { body, array, items: ranges, fields: o.fields };
+    conv.prefix = prefix;
+    if (key !== undefined) this.keep(key, body, ranges, items, messages, prefix);
+    return { kind: 'conversation', conv };
+  }
+
+  private take(key: string): Slot | undefined {
+    const slot = this.slots.get(key);
+    if (!slot) return undefined;
+    this.slots.delete(key);
+    this.bytes -= slot.bytes.length;
+    return slot;
+  }
+
+  private keep(
+    key: string,
+    body: Buffer,
+    ranges: Range[],
+    items: unknown[],
+    messages: NeutralMessage[],
+    prefix: string[],
+  ): void {
+    const first = ranges[0];
+    const last = ranges[ranges.length - 1];
+    if (!first || !last || last.end - first.start > MAX_SLOT_BYTES) return;
+    // A copy: the request's own buffer is the client's and must not be held for the next turn.
+    const bytes = Buffer.from(body.subarray(first.start, last.end));
+    const slot: Slot = {
+      bytes,
+      at: ranges.map((r) => r.start - first.start),
+      length: ranges.map((r) => r.end - r.start),
+      items,
+      messages,
+      prefix,
+    };
+    this.slots.set(key, slot);
+    this.bytes += bytes.length;
+    for (const [oldest, s] of this.slots) {
+      if (this.bytes <= MAX_BYTES) break;
+      this.slots.delete(oldest);
+      this.bytes -= s.bytes.length;
+    }
+  }
+}
+
+/** The prefix hashes of a conversation, extending those its reader already had for the items it resent. */
+export function conversationPrefixHashes(conv: ParsedConversation): string[] {
+  fillDigests(conv);
+  const hashes = prefixHashes(conv.messages, conv.prefix ?? []);
+  // The reader's slot holds the same array: the next turn reuses what was computed here.
+  if (conv.prefix) for (let i = conv.prefix.length; i < hashes.length; i += 1) conv.prefix.push(hashes[i]!);
+  return hashes;
+}
+
+function parseWhole(adapter: FormatAdapter, body: Buffer, opts: { countTools: boolean }): ReadResult {
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    return { kind: 'not-json' };
+  }
+  const conv = adapter.parse(json, opts);
+  return conv ? { kind: 'conversation', conv } : { kind: 'not-understood' };
+}
+
+function sameBytes(body: Buffer, r: Range, slot: Slot, i: number): boolean {
+  const at = slot.at[i];
+  const length = slot.length[i];
+  if (at === undefined || length !== r.end - r.start) return false;
+  return body.compare(slot.bytes, at, at + length, r.start, r.end) === 0;
+}
+
+/** Which conversation a request continues: route, model, session header, and its first item's length and start. */
+function slotKey(
+  adapter: FormatAdapter,
+  body: Buffer,
+  fields: Map<string, Range>,
+  ranges: readonly Range[],
+  sessionKey: string,
+): string | undefined {
+  const first = ranges[0];
+  if (!first) return undefined;
+  const model = stringField(body, { fields, items: new Map() }, 'model') ?? '';
+  const lead = hash(
+    'sha1',
+    body.subarray(first.start, Math.min(first.end, first.start + KEY_BYTES)),
+    'base64',
+  );
+  return `${adapter.route}\n${model}\n${sessionKey}\n${first.end - first.start}\n${lead}`;
+}
+
+/**
+ * A rebuilt request as bytes: what JSON.stringify would give, except that each top-level member the rebuild left as
+ * the client sent it, and each item it kept unchanged, is copied from the client's bytes instead of serialised again
+ * (ADR 0013). Without the raw bytes (a body read by JSON.parse), it is JSON.stringify.
+ */
+export function requestBytes(json: Json, conv: ParsedConversation, itemsKey: string): Buffer {
+  const raw = conv.raw;
+  if (!raw) return Buffer.from(JSON.stringify(json));
+  const original = new Map<unknown, Range>();
+  conv.items.forEach((item, i) => {
+    const r = raw.items[i];
+    if (r && typeof item === 'object' && item !== null) original.set(item, r);
+  });
+  const parts: Buffer[] = [];
+  const text = (s: string): void => void parts.push(Buffer.from(s));
+  const bytes = (r: Range): void => void parts.push(raw.body.subarray(r.start, r.end));
+  text('{');
+  let first = true;
+  for (const key of Object.keys(json)) {
+    const value = json[key];
+    if (value === undefined) continue;
+    text(`${first ? '' : ','}${JSON.stringify(key)}:`);
+    first = false;
+    const range = raw.fields.get(key);
+    if (key === itemsKey && Array.isArray(value)) {
+      text('[');
+      value.forEach((item: unknown, i) => {
+        if (i > 0) text(',');
+        const r = original.get(item);
+        if (r) bytes(r);
+        else text(JSON.stringify(item) ?? 'null');
+      });
+      text(']');
+    } else if (range && value === conv.json[key]) bytes(range);
+    else text(JSON.stringify(value) ?? 'null');
+  }
+  text('}');
+  return Buffer.concat(parts);
+}
