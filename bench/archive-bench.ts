@@ -92,7 +92,11 @@ async function writeBench(root: string, out: string[]): Promise<void> {
     await pending;
     sealed.push(await timeAsync(() => archive.write(span(body, 0))));
   }
-  const p = (xs: number[], q: number) => percentile([...xs].sort((a, b) => a - b), q).toFixed(2);
+  const p = (xs: number[], q: number) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      q,
+    ).toFixed(2);
   out.push(
     `placed 100 KB span, what a request waits for (temp, fsync, rename, chain line written): ` +
       `p50 ${p(placed, 50)} ms, p99 ${p(placed, 99)} ms (n=300; target p50 <= 2 ms)`,
@@ -113,7 +117,9 @@ async function writeBench(root: string, out: string[]): Promise<void> {
     ),
   );
   const ms = performance.now() - started;
-  out.push(`32 sealed 100 KB spans from 8 sessions at once: ${ms.toFixed(1)} ms in all, ${(ms / 32).toFixed(2)} ms a span`);
+  out.push(
+    `32 sealed 100 KB spans from 8 sessions at once: ${ms.toFixed(1)} ms in all, ${(ms / 32).toFixed(2)} ms a span`,
+  );
 }
 
 async function verifyBench(root: string, out: string[]): Promise<void> {

@@ -129,7 +129,10 @@ export async function memoHitBench(
     for (const t of targets.filter((x) => x.hit)) {
       stub.reset();
       await post(t.pool, path, body);
-      const sent = stub.requests.filter((r) => r.route === 'chat' && !r.isSummary).at(-1)?.body.toString();
+      const sent = stub.requests
+        .filter((r) => r.route === 'chat' && !r.isSummary)
+        .at(-1)
+        ?.body.toString();
       if (!sent || sent.length >= body.length) throw new Error(`${t.name} did not compact the request`);
       forwarded.set(t.name, sent);
     }

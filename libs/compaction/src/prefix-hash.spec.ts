@@ -79,7 +79,7 @@ describe('prefixHashes', () => {
 
 describe('prefixHashes from known hashes', () => {
   it('extends the hashes of a leading part to the same hashes as from scratch', () => {
-    const messages = ['a', 'b', 'c', 'd'].map((text, i) => ({
+    const messages = ['a', 'b', 'c', 'd'].map((text, i): NeutralMessage => ({
       role: i === 0 ? 'system' : 'user',
       text,
       chars: 1,
