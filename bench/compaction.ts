@@ -108,7 +108,7 @@ export async function run(): Promise<void> {
   lines.push(...decisionBench(envNumber('BENCH_DECISION_RUNS', 300)));
   const hits = envNumber('BENCH_MEMO_HIT_REQUESTS', 300);
   lines.push(...(await memoHitBench(hits, { label: '~40k tokens', turns: 28, window: 32_768 })));
-  lines.push(...(await memoHitBench(hits, { label: '~128k tokens', turns: 88, window: 131_072 })));
+  lines.push(...(await memoHitBench(hits, { label: '~128k tokens', turns: 88, window: 100_000 })));
   lines.push(...(await replayBench()));
   const path = writeResults('compaction.txt', lines);
   process.stdout.write(`${lines.join('\n')}\n(written to ${path})\n`);

@@ -1,3 +1,4 @@
+import { buildGrams } from './grams';
 import { viewMessage } from './message-text';
 
 /** One line of `<run>/index.jsonl` (docs/ARCHIVE_FORMAT.md §"Digest index"). */
@@ -9,6 +10,8 @@ export interface DigestLine {
   tokens: number;
   digest: string;
   keywords: string[];
+  /** The span's search filter (grams.ts), base64; absent for spans too long to filter and older index lines. */
+  grams?: string;
 }
 
 /** Seed default GUARDIAN_CHARS_PER_TOKEN (CONTRACTS §7); the index only needs a size hint. */
@@ -68,6 +71,8 @@ export function buildDigest(span: {
   created_at: string;
   summary: string | null;
   messages: unknown[];
+  /** The span file's text: when given, its search filter is built from it. */
+  fileText?: string;
 }): DigestLine {
   const texts = span.messages.map((m) => viewMessage(m).text);
   const chars = texts.reduce((n, t) => n + t.length, Math.max(0, texts.length - 1));
@@ -78,7 +83,7 @@ export function buildDigest(span: {
     if (sample.length >= KEYWORD_SCAN_CHARS) break;
     sample += `\n${t.slice(0, KEYWORD_SCAN_CHARS)}`;
   }
-  return {
+  const line: DigestLine = {
     span: span.span,
     file: span.file,
     kind: span.kind,
@@ -87,4 +92,7 @@ export function buildDigest(span: {
     digest: firstSentence(lead),
     keywords: keywords(sample),
   };
+  const grams = span.fileText === undefined ? undefined : buildGrams(span.fileText);
+  if (grams !== undefined) line.grams = grams;
+  return line;
 }

@@ -20,6 +20,7 @@ import { readChain } from './chain-reader';
 import { buildDigest } from './digest';
 import { DIR_MODE, appendDurable, fsyncDir, writeFileDurable } from './durable-fs';
 import { parseJsonLine } from './jsonl';
+import { buildGrams } from './grams';
 import { runDigests } from './recall-read';
 import { StoredSpanSchema } from './span-record';
 import { verifyRun } from './verify';
@@ -187,6 +188,7 @@ async function indexRepairedSpan(dir: string, file: string, text: string): Promi
     created_at: stored.created_at ?? '',
     summary: stored.summary ?? null,
     messages: stored.messages,
+    fileText: text,
   });
   await appendDurable(path.join(dir, INDEX_FILE), `${JSON.stringify(digest)}\n`);
 }
@@ -204,6 +206,12 @@ export async function reindex(opts: {
     // Drop the old index first so the digests come from the spans, not from possibly stale lines.
     await fsp.rm(path.join(dir, INDEX_FILE), { force: true });
     const digests = await runDigests(opts.spanDir, run);
+    // The search filter is built from each span file's text, as the writer builds it.
+    for (const d of digests) {
+      const grams = buildGrams(await fsp.readFile(path.join(dir, d.file), 'utf8'));
+      if (grams === undefined) delete d.grams;
+      else d.grams = grams;
+    }
     await writeFileDurable(path.join(dir, INDEX_FILE), digests.map((d) => `${JSON.stringify(d)}\n`).join(''));
     spans += digests.length;
     opts.onProgress?.(i + 1, runs.length);

@@ -16,6 +16,7 @@ export const DigestLineSchema = z.object({
   tokens: z.number(),
   digest: z.string(),
   keywords: z.array(z.string()),
+  grams: z.string().optional(),
 });
 
 export interface DigestEntry extends DigestLine {
@@ -72,7 +73,8 @@ export async function listDigests(opts: {
   const runs = opts.run !== undefined ? [assertRunId(opts.run)] : await runIds(opts.spanDir);
   const all: DigestEntry[] = [];
   for (const run of runs) {
-    for (const d of await runDigests(opts.spanDir, run)) all.push({ ...d, run, line: renderDigest(run, d) });
+    for (const { grams: _filter, ...d } of await runDigests(opts.spanDir, run))
+      all.push({ ...d, run, line: renderDigest(run, d) });
   }
   all.sort(
     (a, b) => b.created_at.localeCompare(a.created_at) || b.run.localeCompare(a.run) || b.span - a.span,

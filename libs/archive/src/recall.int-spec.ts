@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -160,5 +160,56 @@ describe('reading the archive', () => {
     await expect(listRuns({ spanDir: join(root, 'nope') })).rejects.toMatchObject({
       code: 'ARCHIVE_NOT_FOUND',
     });
+  });
+});
+
+describe('search with the span filters of the index', () => {
+  let root: string;
+  let spanDir: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'search-filter-'));
+    spanDir = join(root, 'spans');
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('finds what reading every span finds, and does not read the spans it rules out', async () => {
+    const archive = new SealedArchive({ spanDir, keepSpans: 500, replica: 'ff' });
+    const words = ['deploy', 'schema', 'rollback', 'cluster', 'window', 'summary', 'latency', 'timeout'];
+    const refs = [];
+    for (let i = 0; i < 60; i++) {
+      const text = Array.from({ length: 80 }, (_x, k) => words[(i * 7 + k * 3) % words.length]).join(' ');
+      const content = i % 13 === 0 ? `${text} the Quartz flamingo` : text;
+      refs.push(
+        await archive.write({
+          kind: 'compaction',
+          sessionHash: sha256Hex(`s-${i % 3}`),
+          route: 'chat',
+          model: 'demo',
+          messages: [{ role: 'user', content }],
+          firstIndex: 1,
+          summary: `Span ${i}.`,
+          at: new Date(),
+        }),
+      );
+    }
+    const terms = ['quartz flamingo', 'flamingo', 'deploy quartz', 'qu', 'nothing-here', 'Span 7'];
+    const filtered = await Promise.all(terms.map((term) => searchArchive({ spanDir, term, max: 500 })));
+    expect(filtered[0]!.total).toBe(5);
+    // Without the index every span is read: the same hits.
+    const runs = [...new Set(refs.map((r) => r.run))];
+    for (const run of runs) unlinkSync(join(spanDir, run, 'index.jsonl'));
+    const unfiltered = await Promise.all(terms.map((term) => searchArchive({ spanDir, term, max: 500 })));
+    expect(filtered).toEqual(unfiltered);
+    // --reindex builds the filters again; a span they rule out is then not read at all, so a word written into
+    // its file behind the writer's back is not found there (the index is derived data, trusted as such).
+    await reindex({ spanDir });
+    const plain = refs[1]!;
+    writeFileSync(
+      join(spanDir, plain.ref),
+      JSON.stringify({ messages: [{ role: 'user', content: 'flamingo' }] }),
+    );
+    expect(
+      (await searchArchive({ spanDir, term: 'flamingo', max: 500 })).hits.map((h) => h.ref),
+    ).not.toContain(plain.ref);
   });
 });

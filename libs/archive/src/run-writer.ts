@@ -196,7 +196,8 @@ export class RunWriter {
     // The index is derived (rebuilt by --reindex): built and appended at the commit, off the request's path.
     this.uncommitted.push({
       line,
-      indexLine: () => `${JSON.stringify(buildDigest({ ...record, file }))}\n`,
+      indexLine: () =>
+        `${JSON.stringify(buildDigest({ ...record, file, fileText: bytes.toString('utf8') }))}\n`,
       write: this.write,
     });
     return { run: this.opts.run, span, ref: `${this.opts.run}/${file}` };

@@ -2,7 +2,8 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 
 import { ArchiveError } from './archive-error';
-import { assertRunId, runDir, spanFileName } from './archive-paths';
+import { INDEX_FILE, assertRunId, runDir, spanFileName } from './archive-paths';
+import { mayHoldAny } from './grams';
 import { journalSegments, readRunFile, runFiles, runIds, spanNumbers } from './archive-reader';
 import { sha256Hex } from './canonical-json';
 import { parseJsonLine } from './jsonl';
@@ -95,10 +96,34 @@ async function readMatching(dir: string, files: string[], m: Matcher): Promise<M
   return out;
 }
 
+/**
+ * The search filter of each span the run's index has one for (index.jsonl `grams`). The index is derived and not
+ * sealed: a span without a line, or with a line that does not parse, is simply read.
+ */
+async function spanFilters(dir: string, files: readonly string[]): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>();
+  if (!files.includes(INDEX_FILE)) return out;
+  const text = await fsp.readFile(path.join(dir, INDEX_FILE), 'utf8').catch(() => '');
+  for (const line of text.split('\n')) {
+    if (!line.includes('"grams"')) continue;
+    const row = parseJsonLine(line) as { file?: unknown; grams?: unknown } | undefined;
+    if (typeof row?.file === 'string' && typeof row.grams === 'string')
+      out.set(row.file, Buffer.from(row.grams, 'base64'));
+  }
+  return out;
+}
+
 async function searchRun(spanDir: string, run: string, m: Matcher, hits: SearchHit[]): Promise<void> {
   const dir = runDir(spanDir, run);
   const files = await runFiles(spanDir, run);
-  const spanFiles = spanNumbers(files).map(spanFileName);
+  const filters = await spanFilters(dir, files);
+  // A span whose filter rules out every word is not read at all (grams.ts).
+  const spanFiles = spanNumbers(files)
+    .map(spanFileName)
+    .filter((f) => {
+      const filter = filters.get(f);
+      return filter === undefined || mayHoldAny(filter, m.words);
+    });
   const matching = await readMatching(dir, [...spanFiles, ...journalSegments(files)], m);
   let journalIndex = 0;
   for (const file of journalSegments(files)) {

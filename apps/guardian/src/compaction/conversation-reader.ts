@@ -117,11 +117,14 @@ export class ConversationReader {
     const first = ranges[0];
     const last = ranges[ranges.length - 1];
     if (!first || !last || last.end - first.start > MAX_SLOT_BYTES) return;
-    // A copy: the request's own buffer is the client's and must not be held for the next turn.
-    const bytes = Buffer.from(body.subarray(first.start, last.end));
+    // The body itself when it owns its memory (a big body is one allocation of its own), else a copy of the items:
+    // a slice would hold whatever larger buffer it was cut from.
+    const own = body.byteOffset === 0 && body.buffer.byteLength === body.length;
+    const bytes = own ? body : Buffer.from(body.subarray(first.start, last.end));
+    const base = own ? 0 : first.start;
     const slot: Slot = {
       bytes,
-      at: ranges.map((r) => r.start - first.start),
+      at: ranges.map((r) => r.start - base),
       length: ranges.map((r) => r.end - r.start),
       items,
       messages,
