@@ -60,11 +60,20 @@ export function mb(bytes: number): string {
   return Number.isFinite(bytes) ? `${(bytes / 1024 / 1024).toFixed(0)} MB` : 'n/a';
 }
 
-/** One gauge of the sidecar's own /metrics (prom-client resets the event-loop histogram on each scrape). */
-export async function scrape(url: string, name: string): Promise<number> {
+/** Gauges of the sidecar's own /metrics, by name (prom-client resets the event-loop histogram on each scrape). */
+export async function scrapeMany(url: string, names: readonly string[]): Promise<Map<string, number>> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line === undefined ? Number.NaN : Number(line.slice(name.length + 1));
+  const out = new Map<string, number>();
+  for (const name of names) {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    out.set(name, line === undefined ? Number.NaN : Number(line.slice(name.length + 1)));
+  }
+  return out;
+}
+
+/** One gauge of the sidecar's own /metrics. */
+export async function scrape(url: string, name: string): Promise<number> {
+  return (await scrapeMany(url, [name])).get(name) ?? Number.NaN;
 }
 
 export interface Sidecar extends ChildServer {
@@ -77,10 +86,11 @@ export async function startSidecar(
   upstream: string,
   env: Record<string, string> = {},
   nodeArgs: string[] = [],
+  main = join(__dirname, '..', 'apps', 'guardian', 'src', 'main.js'),
 ): Promise<Sidecar> {
   const dataDir = mkdtempSync(join(tmpdir(), 'cg-soak-'));
   const child = await startChild({
-    script: join(__dirname, '..', 'apps', 'guardian', 'src', 'main.js'),
+    script: main,
     env: {
       GUARDIAN_UPSTREAM_URL: `${upstream}/v1`,
       GUARDIAN_HOST: '127.0.0.1',

@@ -16,7 +16,7 @@ import {
   PATHS,
   ROUTES,
   RssSampler,
-  scrape,
+  scrapeMany,
   send,
   startSidecar,
   startStubChild,
@@ -24,7 +24,16 @@ import {
   type Route,
   type Sidecar,
 } from './soak-support';
-import { envNumber, filler, int, machineLine, percentile, writeResults } from './support';
+import {
+  baselineBuild,
+  envNumber,
+  filler,
+  int,
+  machineLine,
+  percentile,
+  SIDECAR_MAIN,
+  writeResults,
+} from './support';
 
 const SESSIONS = envNumber('BENCH_SOAK_SESSIONS', 200);
 const TURNS = envNumber('BENCH_SOAK_TURNS', 30);
@@ -50,24 +59,50 @@ class Tally {
   }
 }
 
-/** Scrapes the sidecar's event-loop p99 every 2 s (prom-client resets its histogram on each scrape). */
-function loopSampler(url: string): { stop(): Promise<number[]> } {
-  const values: number[] = [];
+const LAG = 'guardian_nodejs_eventloop_lag_p99_seconds';
+/** Where the sidecar's memory is (prom-client's process and Node metrics): RSS, V8's heap, Buffers outside it. */
+const MEMORY = [
+  'guardian_process_resident_memory_bytes',
+  'guardian_nodejs_heap_size_used_bytes',
+  'guardian_nodejs_heap_size_total_bytes',
+  'guardian_nodejs_external_memory_bytes',
+] as const;
+
+interface Samples {
+  lag: number[];
+  memory: Map<string, number>[];
+}
+
+/** Scrapes the sidecar's event-loop p99 and memory every 2 s (prom-client resets its histogram on each scrape). */
+function loopSampler(url: string): { stop(): Promise<Samples> } {
+  const samples: Samples = { lag: [], memory: [] };
   let running = true;
   const loop = (async () => {
     while (running) {
       await new Promise((r) => setTimeout(r, 2000));
-      const v = await scrape(url, 'guardian_nodejs_eventloop_lag_p99_seconds').catch(() => Number.NaN);
-      if (Number.isFinite(v)) values.push(v * 1000);
+      const got = await scrapeMany(url, [LAG, ...MEMORY]).catch(() => undefined);
+      const v = got?.get(LAG);
+      if (v !== undefined && Number.isFinite(v)) samples.lag.push(v * 1000);
+      if (got) samples.memory.push(got);
     }
   })();
   return {
     async stop() {
       running = false;
       await loop;
-      return values;
+      return samples;
     },
   };
+}
+
+/** Where memory was at the scrape with the highest RSS, and at the last one. */
+function memoryLines(memory: Map<string, number>[]): string[] {
+  if (memory.length === 0) return [];
+  const rssOf = (m: Map<string, number>) => m.get(MEMORY[0]) ?? 0;
+  const peak = memory.reduce((a, b) => (rssOf(b) > rssOf(a) ? b : a));
+  const line = (name: string, m: Map<string, number>) =>
+    `${name}: RSS ${mb(rssOf(m))}, V8 heap used ${mb(m.get(MEMORY[1]) ?? Number.NaN)} of ${mb(m.get(MEMORY[2]) ?? Number.NaN)} reserved, Buffers and other memory outside the heap ${mb(m.get(MEMORY[3]) ?? Number.NaN)}`;
+  return [line('memory at the highest RSS scraped', peak), line('memory at the last scrape', memory.at(-1)!)];
 }
 
 function loopLine(name: string, windows: number[]): string {
@@ -134,18 +169,15 @@ async function mixed(sidecar: Sidecar, tally: Tally): Promise<void> {
   );
 }
 
-export async function run(): Promise<void> {
-  const lines: string[] = [machineLine('soak bench')];
-  const out = (line: string) => {
-    lines.push(line);
-    process.stdout.write(`${line}\n`);
-  };
+/** The two phases against one build of the sidecar; its lines go to `out`. */
+async function soakOnce(name: string, main: string, out: (line: string) => void): Promise<void> {
   const stub = await startStubChild(8192);
   // BENCH_PROFILE=1: where the sidecar's CPU went during the soak (what holds the event loop).
   const profileDir =
     process.env.BENCH_PROFILE === '1' ? mkdtempSync(join(tmpdir(), 'cg-soak-prof-')) : undefined;
   const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const sidecar = await startSidecar(stub.url, { GUARDIAN_RESERVE_OUTPUT: '1024' }, nodeArgs);
+  const sidecar = await startSidecar(stub.url, { GUARDIAN_RESERVE_OUTPUT: '1024' }, nodeArgs, main);
+  out(`-- ${name}`);
   try {
     const rss = new RssSampler(sidecar.pid, 200);
     const idleLoop = loopSampler(sidecar.url);
@@ -154,7 +186,7 @@ export async function run(): Promise<void> {
     out(
       `sidecar pid ${sidecar.pid}; stub window 8,192 tokens; ${SESSIONS} sessions x ${TURNS} turns, then ${MIXED_SECONDS} s mixed`,
     );
-    out(loopLine('idle (baseline)', idle));
+    out(loopLine('idle (baseline)', idle.lag));
 
     const streams = [liveStream(sidecar.url), liveStream(sidecar.url)];
     const loadLoop = loopSampler(sidecar.url);
@@ -172,10 +204,11 @@ export async function run(): Promise<void> {
     await new Promise((r) => setTimeout(r, 5000));
     rss.stop();
     const stats = (await (await fetch(`${sidecar.url}/guardian/stats`)).json()) as Record<string, unknown>;
-    out(loopLine('under load', load));
+    out(loopLine('under load', load.lag));
     out(
       `RSS: start ${mb(rss.start)} (idle baseline), peak ${mb(rss.peak)}, end ${mb(rss.last)} (5 s after the load)`,
     );
+    for (const line of memoryLines(load.memory)) out(line);
     out(
       `sidecar counted: ${String(stats.compactions_performed)} compactions, ${String(stats.summaries_reused)} reused summaries, ` +
         `${String(stats.oversized_spills)} spills, archive_deferred ${String(stats.archive_deferred)}, fail_open ${JSON.stringify(stats.fail_open)}`,
@@ -191,6 +224,18 @@ export async function run(): Promise<void> {
       for (const line of summariseProfile(join(profileDir, f))) out(line);
     rmSync(profileDir, { recursive: true, force: true });
   }
+}
+
+export async function run(): Promise<void> {
+  const lines: string[] = [machineLine('soak bench')];
+  const out = (line: string) => {
+    lines.push(line);
+    process.stdout.write(`${line}\n`);
+  };
+  await soakOnce('this build', SIDECAR_MAIN, out);
+  // BENCH_BASELINE: an earlier build soaked the same way in the same run, for a before/after on this machine.
+  const baseline = baselineBuild();
+  if (baseline) await soakOnce(`baseline (${process.env.BENCH_BASELINE ?? ''})`, baseline, out);
   out('');
   await pasteMemory.figures(out);
   const path = writeResults('soak.txt', lines);

@@ -24,7 +24,7 @@ const MAX_KEYWORDS = 8;
  */
 export const KEYWORD_SCAN_CHARS = 256 * 1024;
 
-const STOPWORDS = new Set(
+export const STOPWORDS = new Set(
   (
     'about above after again against also because been before being below between both could does doing down ' +
     'during each from further have having here into itself just more most must only other over same should ' +
@@ -53,8 +53,11 @@ export function firstSentence(text: string): string {
 export function keywords(text: string): string[] {
   const counts = new Map<string, number>();
   const sample = text.length > KEYWORD_SCAN_CHARS ? text.slice(0, KEYWORD_SCAN_CHARS) : text;
-  for (const [word] of sample.toLowerCase().matchAll(/[\p{L}\p{N}_][\p{L}\p{N}_-]{3,}/gu)) {
-    if (STOPWORDS.has(word) || /^\d+$/.test(word)) continue;
+  // A word is a run of letters, digits, `_` and `-` that starts with no `-` and has four characters or more. Split
+  // on everything else rather than matchAll: a match array per word was most of what writing an index line allocated.
+  for (const run of sample.toLowerCase().split(/[^\p{L}\p{N}_-]+/u)) {
+    const word = run.startsWith('-') ? run.replace(/^-+/, '') : run;
+    if (word.length < 4 || STOPWORDS.has(word) || /^\d+$/.test(word)) continue;
     counts.set(word, (counts.get(word) ?? 0) + 1);
   }
   return [...counts.entries()]

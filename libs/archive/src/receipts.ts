@@ -26,6 +26,12 @@ export const ReceiptLineSchema = z.object({
 export type ReceiptLine = z.infer<typeof ReceiptLineSchema>;
 
 /**
+ * What a receipt written here must be, made once: zod compiles a fast path for every schema object, and a `.strict()`
+ * made per receipt was 9% of everything a busy sidecar allocated (docs/BENCHMARKS.md, soak).
+ */
+const StrictReceiptLine = ReceiptLineSchema.strict();
+
+/**
  * Writes counts-only receipts to `<receiptsDir>/<replica>-<yyyymmdd>.jsonl` (GUARDIAN_RECEIPTS); a null
  * folder (GUARDIAN_RECEIPTS=0) makes every record a no-op.
  */
@@ -43,7 +49,7 @@ export class Receipts {
     if (folder === null) return;
     const at = this.now();
     // Re-validated here so no caller can smuggle a string into a counts-only file.
-    const line = ReceiptLineSchema.strict().parse({ ts: at.toISOString(), ...counts });
+    const line = StrictReceiptLine.parse({ ts: at.toISOString(), ...counts });
     try {
       await folder.append(`${this.opts.replica}-${utcDay(at)}.jsonl`, `${JSON.stringify(line)}\n`);
     } catch (cause) {

@@ -8,7 +8,7 @@ import {
   type Json,
   type ParsedConversation,
 } from './formats/format-adapter';
-import { outline, stringField, type Range } from './formats/json-outline';
+import { outlineOnce, stringField, type Range } from './formats/json-outline';
 
 export type ReadResult =
   { kind: 'conversation'; conv: ParsedConversation } | { kind: 'not-json' } | { kind: 'not-understood' };
@@ -30,7 +30,7 @@ interface Slot {
 }
 
 /** Bytes of items kept for reuse in all; the least recently used conversation goes first. */
-const MAX_BYTES = 16 * 1024 * 1024;
+const MAX_BYTES = 8 * 1024 * 1024;
 /** A request bigger than this (a huge paste) is read as it is and not kept. */
 const MAX_SLOT_BYTES = 4 * 1024 * 1024;
 /** Leading bytes of the first item that, with its length, tell one conversation's slot from another's. */
@@ -47,7 +47,7 @@ export class ConversationReader {
   private bytes = 0;
 
   read(adapter: FormatAdapter, body: Buffer, opts: { countTools: boolean; sessionKey: string }): ReadResult {
-    const o = outline(body, [adapter.itemsKey]);
+    const o = outlineOnce(body, [adapter.itemsKey, 'tools']);
     const array = o?.fields.get(adapter.itemsKey);
     const ranges = o?.items.get(adapter.itemsKey);
     if (!o || !array || !ranges) return parseWhole(adapter, body, opts);

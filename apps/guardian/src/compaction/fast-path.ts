@@ -7,7 +7,7 @@ import type { AnswerFacts } from './answer-bookkeeping';
 import type { Decision, PrepareInput } from './compaction-context';
 import { DerivedSessions } from './derived-session';
 import type { FormatAdapter } from './formats/format-adapter';
-import { outline, parseRange, stringField, type Outline } from './formats/json-outline';
+import { outlineOnce, parseRange, stringField, type Outline } from './formats/json-outline';
 import { NEAR_BUDGET, RequestCounter } from './request-counter';
 import { resolveSession, type ResolvedSession } from './session';
 import { WindowService } from './window.service';
@@ -60,7 +60,7 @@ export class FastPath {
     const markers = FIXED_SIZE_MARKERS[input.route] ?? [];
     for (const m of markers) if (body.indexOf(m) !== -1) return undefined;
     const itemsKey = ITEMS[input.route] ?? 'messages';
-    const o = outline(body, [itemsKey, 'tools']);
+    const o = outlineOnce(body, [itemsKey, 'tools']);
     if (!o) return undefined;
     const items = o.items.get(itemsKey);
     // A stateful Responses call, or one whose input is a string: the full path decides what it is.

@@ -47,6 +47,18 @@ export function outline(body: Buffer, arrays: readonly string[] = []): Outline |
   }
 }
 
+/** Outlines already made of a body, with the arrays they cover: the fast path and the full path read one body both. */
+const made = new WeakMap<Buffer, { arrays: readonly string[]; outline: Outline | undefined }>();
+
+/** `outline`, made once per body and set of arrays (the request's body is not changed while it is read). */
+export function outlineOnce(body: Buffer, arrays: readonly string[]): Outline | undefined {
+  const known = made.get(body);
+  if (known && arrays.every((a) => known.arrays.includes(a))) return known.outline;
+  const o = outline(body, arrays);
+  made.set(body, { arrays, outline: o });
+  return o;
+}
+
 /** A top-level string member's value, decoded; undefined when absent or not a string. */
 export function stringField(body: Buffer, o: Outline, key: string): string | undefined {
   const r = o.fields.get(key);
