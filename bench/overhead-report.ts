@@ -2,14 +2,18 @@
 // figures beside them when it ran as a peer (issue 19).
 import { int, median, ms } from './support';
 
-export type TargetName = 'direct' | 'bare' | 'sidecar' | 'litellm';
-/** Always measured; `litellm` joins when its venv is present (litellm-peer.ts). */
+export type TargetName = 'direct' | 'bare' | 'sidecar' | 'litellm' | 'baseline';
+/**
+ * Always measured; `litellm` joins when its venv is present (litellm-peer.ts), `baseline` (an earlier build of the
+ * sidecar, BENCH_BASELINE) when one is given, so a change is measured before and after in the same rounds.
+ */
 export const TARGETS: readonly TargetName[] = ['direct', 'bare', 'sidecar'];
 const LABEL: Record<TargetName, string> = {
   direct: '(a) direct',
   bare: '(b) bare',
   sidecar: '(c) sidecar',
   litellm: '(d) LiteLLM',
+  baseline: '(e) baseline',
 };
 
 export interface LoadFigures {
@@ -60,16 +64,20 @@ export function report(r: {
     }
   }
   const added = (k: 'p50' | 'p99', t: TargetName) => med(t, 1, k) - med('direct', 1, k);
-  const p50x = added('p50', 'sidecar') / added('p50', 'bare');
-  const p99x = added('p99', 'sidecar') / added('p99', 'bare');
-  const rpsShare = med('sidecar', 64, 'rps') / med('bare', 64, 'rps');
-  lines.push(
-    '-- targets',
-    `1 conn p50: bare adds ${ms(added('p50', 'bare'))}, sidecar adds ${ms(added('p50', 'sidecar'))} = ${p50x.toFixed(2)}x (target <= 1.5x): ${verdict(p50x <= 1.5)}`,
-    `1 conn p99: bare adds ${ms(added('p99', 'bare'))}, sidecar adds ${ms(added('p99', 'sidecar'))} = ${p99x.toFixed(2)}x (target <= 2x): ${verdict(p99x <= 2)}`,
-    `64 conns: sidecar serves ${(rpsShare * 100).toFixed(1)}% of the bare proxy's req/s (target >= 80%): ${verdict(rpsShare >= 0.8)}`,
-    `CPU per request at 64 conns: bare ${ms(med('bare', 64, 'cpuMs'))}, sidecar ${ms(med('sidecar', 64, 'cpuMs'))} = ${ratio(med('sidecar', 64, 'cpuMs'), med('bare', 64, 'cpuMs'))} (what bounds req/s on a machine to itself)`,
-  );
+  const verdicts = (t: TargetName): string[] => {
+    const p50x = added('p50', t) / added('p50', 'bare');
+    const p99x = added('p99', t) / added('p99', 'bare');
+    const rpsShare = med(t, 64, 'rps') / med('bare', 64, 'rps');
+    const name = LABEL[t].slice(4);
+    return [
+      `${name}, 1 conn p50: bare adds ${ms(added('p50', 'bare'))}, ${name} adds ${ms(added('p50', t))} = ${p50x.toFixed(2)}x (target <= 1.5x): ${verdict(p50x <= 1.5)}`,
+      `${name}, 1 conn p99: bare adds ${ms(added('p99', 'bare'))}, ${name} adds ${ms(added('p99', t))} = ${p99x.toFixed(2)}x (target <= 2x): ${verdict(p99x <= 2)}`,
+      `${name}, 64 conns: ${(rpsShare * 100).toFixed(1)}% of the bare proxy's req/s (target >= 80%): ${verdict(rpsShare >= 0.8)}`,
+      `${name}, CPU per request at 64 conns: bare ${ms(med('bare', 64, 'cpuMs'))}, ${name} ${ms(med(t, 64, 'cpuMs'))} = ${ratio(med(t, 64, 'cpuMs'), med('bare', 64, 'cpuMs'))} (what bounds req/s on a machine to itself)`,
+    ];
+  };
+  lines.push('-- targets', ...verdicts('sidecar'));
+  if (r.targets.includes('baseline')) lines.push(...verdicts('baseline'));
   if (r.targets.includes('litellm')) {
     // No target for a peer: its figures stand beside the sidecar's, the way a team running both would see them.
     lines.push(

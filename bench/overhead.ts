@@ -5,7 +5,8 @@
 // body byte, sequential requests. Every server is a child process of its own (the sidecar is the built main.js,
 // exactly what `npm start` runs) so that autocannon alone owns this process's event loop.
 // Knobs: BENCH_ROUNDS (5), BENCH_SECONDS (3 per measurement), BENCH_STREAM_REQUESTS (150 per target per round),
-// BENCH_PROFILE=1 (the sidecar runs with --cpu-prof; a self-time summary is printed).
+// BENCH_PROFILE=1 (the sidecar runs with --cpu-prof; a self-time summary is printed), BENCH_BASELINE (a directory
+// holding an earlier build, dist/ included: its sidecar is (e), measured in the same rounds).
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,12 +19,14 @@ import { litellmVenv, startLitellmPeer } from './litellm-peer';
 import { report, TARGETS, type LoadFigures, type TargetName } from './overhead-report';
 import { summariseProfile } from './profile';
 import {
+  baselineBuild,
   cpuSeconds,
   envNumber,
   filler,
   jsonUrl,
   machineLine,
   startChild,
+  startSidecarChild,
   summarise,
   writeResults,
   type ChildServer,
@@ -183,6 +186,20 @@ async function startServers(profile: boolean): Promise<Servers> {
     dataDir,
     profileDir,
   };
+  const baseline = baselineBuild();
+  if (baseline) {
+    const baseDir = mkdtempSync(join(tmpdir(), 'cg-bench-base-'));
+    const base = await startSidecarChild({ main: baseline, upstream: `${stub.url}/v1`, dataDir: baseDir });
+    servers.targets.push('baseline');
+    servers.urls.baseline = base.url;
+    servers.pids.baseline = base.child.pid;
+    servers.children.unshift({
+      stop: async () => {
+        await base.stop();
+        rmSync(baseDir, { recursive: true, force: true });
+      },
+    });
+  }
   const venv = litellmVenv();
   if (venv) {
     const peer = await startLitellmPeer(venv, stub.url, 'stub-model');
