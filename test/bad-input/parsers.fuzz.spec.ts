@@ -2,10 +2,10 @@ import fc from 'fast-check';
 
 import { anyJson, BODIES, text } from './arbitraries';
 
-import { anthropicAdapter } from '../../apps/guardian/src/compaction/formats/anthropic.adapter';
-import { chatAdapter } from '../../apps/guardian/src/compaction/formats/chat.adapter';
-import type { FormatAdapter } from '../../apps/guardian/src/compaction/formats/format-adapter';
-import { responsesAdapter } from '../../apps/guardian/src/compaction/formats/responses.adapter';
+import { anthropicAdapter } from '../../apps/guardian/src/formats/anthropic.adapter';
+import { chatAdapter } from '../../apps/guardian/src/formats/chat.adapter';
+import type { FormatAdapter } from '../../apps/guardian/src/formats/format-adapter';
+import { responsesAdapter } from '../../apps/guardian/src/formats/responses.adapter';
 import { readSessionHeader, resolveSession } from '../../apps/guardian/src/compaction/session';
 
 // A fast-check fuzz of the request parsers guardian runs on every owned request (docs/RELIABILITY.md "Bad input").

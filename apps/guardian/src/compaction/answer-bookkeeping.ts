@@ -5,7 +5,7 @@ import { MemoStore } from '@guardian/memo';
 import { Observability } from '../observability/observability';
 import { CaptureService } from './capture.service';
 import type { Decision, RequestContext } from './compaction-context';
-import type { ObservedAnswer } from './formats/format-adapter';
+import type { ObservedAnswer } from '../formats/format-adapter';
 import { RequestCounter } from './request-counter';
 import { SessionTable } from './session-table';
 import { SpanRecorder } from './span-recorder';

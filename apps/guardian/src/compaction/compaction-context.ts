@@ -5,7 +5,7 @@ import type { HeaderMap } from '@guardian/upstream';
 
 import type { OwnedRoute } from '../http/api-style';
 import type { WindowInfo } from '../state/guardian-state';
-import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
+import type { FormatAdapter, ParsedConversation } from '../formats/format-adapter';
 import type { RequestCount } from './request-counter';
 import type { ResolvedSession, SessionHeader } from './session';
 

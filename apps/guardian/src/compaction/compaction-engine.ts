@@ -15,7 +15,7 @@ import {
 import { GuardianConfig } from '../config/guardian-config';
 import type { Decision, RequestContext } from './compaction-context';
 import { DecisionReporter } from './decision-reporter';
-import { fillDigests } from './formats/format-adapter';
+import { fillDigests } from '../formats/format-adapter';
 import { Precompactor } from './precompactor';
 import { blockSource, requestPlanInput } from './request-plan';
 import { StretchArchiver } from './stretch-archiver';

@@ -7,7 +7,7 @@ import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
 import { codeOf } from './compaction-errors';
 import type { Decision, RequestContext } from './compaction-context';
-import { fillDigests } from './formats/format-adapter';
+import { fillDigests } from '../formats/format-adapter';
 import { requestPlanInput } from './request-plan';
 import { StretchService } from './stretch-service';
 

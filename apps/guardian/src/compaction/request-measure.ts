@@ -5,7 +5,7 @@ import type { HeaderMap } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
 import type { WindowInfo } from '../state/guardian-state';
-import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
+import type { FormatAdapter, ParsedConversation } from '../formats/format-adapter';
 import { RequestCounter, type RequestCount } from './request-counter';
 import { WindowService } from './window.service';
 

@@ -16,7 +16,7 @@ import { UpstreamClient, type HeaderMap } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
-import type { FormatAdapter } from './formats/format-adapter';
+import type { FormatAdapter } from '../formats/format-adapter';
 import { SummaryBreaker } from './summary-breaker';
 
 /** A summary could not be had: the compaction fails open. `code` names why. */

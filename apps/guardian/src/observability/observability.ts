@@ -6,7 +6,7 @@ import { GuardianMetrics, logOnce, type FailOpenStage, type Route } from '@guard
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianState } from '../state/guardian-state';
 import { GuardianLogger } from './guardian-logger';
-import { SealMonitor } from './seal-monitor';
+import { SealMonitor } from '../archive-verifier/seal-monitor';
 
 /**
  * The one place the request path reports through: counters for /guardian/stats, Prometheus metrics, events and

@@ -82,7 +82,7 @@ export class GuardianState {
     internal: 0,
   };
   upstreamStatus: 'ok' | 'down' | 'unknown' = 'unknown';
-  /** Set by the seal monitor (observability/seal-monitor.ts): `unknown` until the first archive verify ends. */
+  /** Set by the seal monitor (archive-verifier/seal-monitor.ts): `unknown` until the first archive verify ends. */
   sealStatus: 'ok' | 'broken' | 'unknown' = 'unknown';
   sealCheckedAt: string | null = null;
 

@@ -13,7 +13,7 @@ import {
 import type { GuardianMetrics } from '@guardian/telemetry';
 
 import type { GuardianState } from '../state/guardian-state';
-import type { GuardianLogger } from './guardian-logger';
+import type { GuardianLogger } from '../observability/guardian-logger';
 
 export interface SealMonitorOptions {
   spanDir: string;
