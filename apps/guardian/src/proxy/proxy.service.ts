@@ -13,7 +13,8 @@ import {
 } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
-import { apiStyleOf, errorBody, ownedRoute } from '../http/api-style';
+import { apiStyleOf, errorBody } from '../http/api-style';
+import { ownedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
 import { OverflowRecovery } from '../compaction/overflow-recovery';
 import { readSessionHeader, sessionRequiredMessage } from '../compaction/session';
