@@ -1,4 +1,4 @@
-import { sha256Hex, type NeutralMessage } from '@guardian/compaction';
+import { hashText, type NeutralMessage } from '@guardian/compaction';
 
 /** Header values longer than this (in bytes sent) are ignored and the derived key is used (CONTRACTS §1). */
 export const MAX_SESSION_HEADER_BYTES = 256;
@@ -87,7 +87,7 @@ export function resolveSession(
     return { key: header.value, hash: sessionHash(header.value), fromHeader: true };
   const system = firstSystem || messages.find((m) => m.role === 'system')?.text || '';
   const user = messages.find((m) => m.role === 'user')?.text ?? '';
-  const key = `derived:${sha256Hex(`${model}\n${system}\n${user}`).slice(0, 16)}`;
+  const key = `derived:${hashText(`${model}\n${system}\n${user}`).slice(0, 16)}`;
   const session: ResolvedSession = { key, hash: sessionHash(key), fromHeader: false };
   if (header.kind === 'ignored') session.ignored = { reason: header.reason, warning: header.warning };
   return session;
@@ -95,5 +95,5 @@ export function resolveSession(
 
 /** The stored form of a session key; `/guardian/usage?session=<key>` looks a session up by it. */
 export function sessionHash(key: string): string {
-  return sha256Hex(`context-guardian/session\n${key}`);
+  return hashText(`context-guardian/session\n${key}`);
 }
