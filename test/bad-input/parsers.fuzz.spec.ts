@@ -9,7 +9,8 @@ import { responsesAdapter } from '../../apps/guardian/src/formats/responses.adap
 import { readSessionHeader, resolveSession } from '../../apps/guardian/src/compaction/session';
 
 // A fast-check fuzz of the request parsers guardian runs on every owned request (docs/RELIABILITY.md "Bad input").
-// The sidecar would catch a throw and forward the client's bytes (CONTRACTS §2.1), so a throw loses nothing; but
+// The sidecar would catch a throw and forward the client's bytes (ARCHITECTURE.md#fail-open rule 1), so a throw loses
+// nothing; but
 // it is counted as an internal fail-open, and a parser that throws on some shape never compacts that shape. The
 // property: whatever JSON arrives, parse answers a conversation or "not mine", rebuild answers JSON, and reading
 // answers and usage never throws. Shapes are real requests with any field swapped for any JSON value, plus plain

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { startStack, type Stack } from '../support/stack';
 import { mountTmpfs, type Tmpfs } from './support/tmpfs';
 
-// /readyz reports the span volume and never gates on it (CONTRACTS §2.2). It must report it truthfully: a full
+// /readyz reports the span volume and never gates on it (ARCHITECTURE.md#fail-open rule 2). It must report it
+// truthfully: a full
 // volume is "full", not "writable", and the probe itself writes nothing: it used to re-create a deleted span
 // folder, which hid the deletion (issue 12 defect 8).
 

@@ -52,7 +52,8 @@ export async function startGuardian(
   const runtime = new GuardianRuntime();
   const env = config.env;
   // The span folder is made once at boot, so that /readyz's "missing" means it vanished later (the probe only
-  // looks). A volume that cannot take it now is not fatal: spans are deferred until it can (CONTRACTS §2.3).
+  // looks). A volume that cannot take it now is not fatal: spans are deferred until it can (ARCHITECTURE.md#fail-open
+  // rule 3).
   await mkdir(config.paths.spanDir, { recursive: true, mode: 0o700 }).catch((err: unknown) =>
     logger.warn(
       { err: err instanceof Error ? err.message : String(err) },
@@ -85,7 +86,8 @@ export async function startGuardian(
   // static and win over the wildcard.
   // Guardian's own endpoints count as route "guardian" (the proxy path counts its own outcomes).
   const metrics = app.get(GuardianMetrics);
-  // DNS rebinding (CONTRACTS §6): on a loopback bind every route checks Host and Origin before anything else runs,
+  // DNS rebinding (ARCHITECTURE.md#access): on a loopback bind every route checks Host and Origin before anything
+  // else runs,
   // the proxied ones included; a refused request is never read, parsed or forwarded.
   const gate = new HostGate(config);
   fastify.addHook('onRequest', (req, reply, done) => {
@@ -117,7 +119,8 @@ export async function startGuardian(
     await proxy.handle(req, reply);
     return reply;
   };
-  // `/guardian/*` is guardian's own namespace (CONTRACTS §5): a path there it does not serve (or a method it does not
+  // `/guardian/*` is guardian's own namespace (ARCHITECTURE.md#http-surface): a path there it does not serve (or a
+  // method it does not
   // take) is its own 404, never the upstream's business. Its static routes win over this wildcard.
   const notFound = async (req: FastifyRequest, reply: FastifyReply) =>
     reply

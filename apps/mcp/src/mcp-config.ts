@@ -9,9 +9,12 @@ import { resolveGuardianPaths, type GuardianPaths } from '@guardian/archive';
 /** What the MCP server reads from its environment, validated once at start (HOUSE rule 2). */
 export interface McpConfig {
   paths: GuardianPaths;
-  /** The sidecar's base URL: GUARDIAN_URL, else http://127.0.0.1:$GUARDIAN_PORT (CONTRACTS §6-§7). */
+  /**
+   * The sidecar's base URL: GUARDIAN_URL, else http://127.0.0.1:$GUARDIAN_PORT (ARCHITECTURE.md#access,
+   * ARCHITECTURE.md#configuration).
+   */
   proxyUrl: string;
-  /** Sent as X-Guardian-Token, never logged (CONTRACTS §6). */
+  /** Sent as X-Guardian-Token, never logged (ARCHITECTURE.md#access). */
   token: string | undefined;
   /** GUARDIAN_CHARS_PER_TOKEN, the sidecar's own estimate ratio (seed: get_context_status). */
   charsPerToken: number;
@@ -19,7 +22,7 @@ export interface McpConfig {
   ccWindow: number | undefined;
   /** Where Claude Code keeps its transcripts: $CLAUDE_CONFIG_DIR or ~/.claude, then `projects/`. */
   claudeProjectsDir: string;
-  /** This process's replica tag for receipt file names (CONTRACTS §4). */
+  /** This process's replica tag for receipt file names (ARCHITECTURE.md#files). */
   replica: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -59,7 +62,7 @@ export function loadMcpConfig(
   };
 }
 
-/** First 8 hex of sha256(hostname, pid, start time), as every guardian process tags itself (CONTRACTS §4). */
+/** First 8 hex of sha256(hostname, pid, start time), as every guardian process tags itself (ARCHITECTURE.md#files). */
 function replicaTag(now: Date): string {
   return createHash('sha256')
     .update(`${os.hostname()}\n${process.pid}\n${now.toISOString()}`)

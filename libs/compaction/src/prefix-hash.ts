@@ -55,7 +55,8 @@ function writeCanonical(value: unknown, out: (piece: string) => void): void {
 
 /**
  * Prefix hashes of a conversation: `hashes[k]` identifies messages [0, k) by content, so the memo finds the
- * summary of an evicted prefix whatever came after it (CONTRACTS §1: conversations are identified by content).
+ * summary of an evicted prefix whatever came after it (ARCHITECTURE.md#sessions: conversations are identified by
+ * content).
  * Chained, so each prefix costs one hash of one message digest.
  */
 export function prefixHashes(messages: readonly NeutralMessage[]): string[] {

@@ -6,7 +6,8 @@ export const ARCHIVE_FENCE = 'CONTEXT-GUARDIAN-ARCHIVE';
 export const PINS_HEADING = "Pinned facts (kept verbatim at the user's request):";
 /**
  * The most span references one block names (the newest). Older spans stay reachable through the recall tools the
- * block names, so the block does not grow with the session (CONTRACTS §3 "bounded additions": a 1,000-turn session
+ * block names, so the block does not grow with the session (ARCHITECTURE.md#compaction "bounded additions": a
+ * 1,000-turn session
  * once grew its system message from 6 KB to 38 KB of references until every request was refused).
  */
 export const MAX_BLOCK_SPANS = 5;
@@ -22,7 +23,7 @@ export interface SummaryBlockInput {
   spans: readonly string[];
   /** How many spans this conversation has in all when more than `spans` holds (the memo keeps only the newest). */
   spanTotal?: number;
-  /** True when the latest stretch could not be archived yet (CONTRACTS §2.3). */
+  /** True when the latest stretch could not be archived yet (ARCHITECTURE.md#fail-open rule 3). */
   deferred: boolean;
   pins: readonly string[];
   /** The instruction ledger, oldest first as carried (carriedLedger); shown newest first after the pins. */

@@ -8,7 +8,8 @@ export type MemoErrorCode =
   | 'MEMO_REDIS_FAILED';
 
 /**
- * A memo failure with a stable `code`. The memo never throws these into the request path (CONTRACTS §2.1):
+ * A memo failure with a stable `code`. The memo never throws these into the request path (ARCHITECTURE.md#fail-open
+ * rule 1):
  * they reach the caller only through `onError` and the connect() result.
  */
 export class MemoError extends Error {

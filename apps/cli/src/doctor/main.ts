@@ -50,7 +50,10 @@ async function runChecks(io: CliIo, opts: Options): Promise<CheckResult[]> {
   ];
 }
 
-/** GUARDIAN_URL, else http://127.0.0.1:$GUARDIAN_PORT (port 8786), as every tool finds the sidecar (CONTRACTS §7). */
+/**
+ * GUARDIAN_URL, else http://127.0.0.1:$GUARDIAN_PORT (port 8786), as every tool finds the sidecar
+ * (ARCHITECTURE.md#configuration).
+ */
 function defaultUrl(env: CliIo['env']): string {
   const url = env.GUARDIAN_URL?.trim();
   if (url) return url;

@@ -43,7 +43,8 @@ async function checkReady(target: SidecarTarget): Promise<CheckResult> {
   const redis = str(body.redis);
   const detail = `ready at ${target.url} (version ${str(body.version) ?? '?'}; span volume ${volume}; memo ${str(body.memo_store) ?? '?'}${redis !== undefined && redis !== 'not configured' ? `, redis ${redis}` : ''})`;
   if (volume !== 'writable') {
-    // The sidecar fails open and defers spans (CONTRACTS §2.3); the archive still misses them until fixed.
+    // The sidecar fails open and defers spans (ARCHITECTURE.md#fail-open rule 3); the archive still misses them until
+    // fixed.
     return fail(
       'sidecar',
       detail,

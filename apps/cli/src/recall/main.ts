@@ -42,7 +42,7 @@ function program(io: CliIo): Command {
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
 }
 
-/** This process's replica tag (CONTRACTS §4): first 8 hex of sha256(hostname, pid, start time). */
+/** This process's replica tag (ARCHITECTURE.md#files): first 8 hex of sha256(hostname, pid, start time). */
 function replicaTag(now: Date): string {
   return createHash('sha256')
     .update(`${os.hostname()}\n${process.pid}\n${now.toISOString()}`)

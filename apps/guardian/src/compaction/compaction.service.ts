@@ -29,7 +29,8 @@ const ADAPTERS: Record<string, FormatAdapter> = {
 /**
  * The compaction path of one owned request, from raw bytes to what is forwarded: parse (format adapter), resolve the
  * session, measure (window, budget, count), decide (CompactionEngine). It never throws: every failure inside forwards
- * the client's original bytes and is counted (CONTRACTS §2 rule 1). The returned Exchange then follows the answer.
+ * the client's original bytes and is counted (ARCHITECTURE.md#fail-open rule 1). The returned Exchange then follows
+ * the answer.
  */
 @Injectable()
 export class CompactionService {
@@ -46,7 +47,8 @@ export class CompactionService {
     try {
       return await this.prepareOrThrow(input);
     } catch (err) {
-      // Whatever a strange body makes the parsing or planning do, the client's bytes still go upstream (CONTRACTS §2.1).
+      // Whatever a strange body makes the parsing or planning do, the client's bytes still go upstream
+      // (ARCHITECTURE.md#fail-open rule 1).
       this.obs.failOpen('internal', 'prepare_exception', { route: input.route, reqId: input.reqId, err });
       return this.exchange({ input, adapter: ADAPTERS[input.route] ?? chatAdapter });
     }

@@ -16,7 +16,8 @@ import { WindowService } from './window.service';
 const MAX_ERROR_BODY = 1024 * 1024;
 
 /**
- * One retry when the upstream refuses a request as too long (CONTRACTS §2.5): the same request decided again against
+ * One retry when the upstream refuses a request as too long (ARCHITECTURE.md#fail-open rule 5): the same request
+ * decided again against
  * the window and count the refusal taught (libs/compaction overflowRetryBudget). Any other error answer, and a
  * refused retry, reaches the client as the upstream sent it.
  */
@@ -67,7 +68,7 @@ export class OverflowRecovery {
       });
       exchange.adopt(retry);
     }
-    // A rejected retry: the client hears the upstream's own answer to it (CONTRACTS §2.5).
+    // A rejected retry: the client hears the upstream's own answer to it (ARCHITECTURE.md#fail-open rule 5).
     return second;
   }
 

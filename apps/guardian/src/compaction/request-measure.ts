@@ -16,7 +16,8 @@ export interface Measured {
 }
 
 /**
- * How big a request is and how big it may be (CONTRACTS §3): the model's window, the seed's budget, and the count.
+ * How big a request is and how big it may be (ARCHITECTURE.md#compaction): the model's window, the seed's budget, and
+ * the count.
  * While the count is unproven (calibration on but no usage sample yet, and no exact count for this request), the
  * budget keeps a margin back: docs/adr/0003-counting.md, amendment.
  */

@@ -1,6 +1,8 @@
 import { hashText, type NeutralMessage } from '@guardian/compaction';
 
-/** Header values longer than this (in bytes sent) are ignored and the derived key is used (CONTRACTS §1). */
+/**
+ * Header values longer than this (in bytes sent) are ignored and the derived key is used (ARCHITECTURE.md#sessions).
+ */
 export const MAX_SESSION_HEADER_BYTES = 256;
 
 /** Why a sent header was not used; also the `reason` label of `guardian_session_header_ignored_total`. */
@@ -74,7 +76,8 @@ function decodeUtf8(bytes: Buffer): string | undefined {
 }
 
 /**
- * The session (CONTRACTS §1): the `X-Guardian-Session` value when one was sent and used, else a hash of model + first
+ * The session (ARCHITECTURE.md#sessions): the `X-Guardian-Session` value when one was sent and used, else a hash of
+ * model + first
  * system message + first user message (the seed's rule). Raw values never reach a path or a label.
  */
 export function resolveSession(

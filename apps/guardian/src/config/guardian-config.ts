@@ -99,7 +99,7 @@ export class GuardianConfig {
     return new GuardianConfig(parsed.data, opts.version, opts.home ?? homedir(), raw);
   }
 
-  /** True when the bind address is loopback only: the archive is then open without tokens (CONTRACTS §6). */
+  /** True when the bind address is loopback only: the archive is then open without tokens (ARCHITECTURE.md#access). */
   get loopbackBind(): boolean {
     const h = this.env.GUARDIAN_HOST;
     return h === 'localhost' || h === '::1' || h.startsWith('127.');

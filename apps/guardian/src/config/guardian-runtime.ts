@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 
 /**
- * Facts about this process: the replica tag (CONTRACTS §4: the first 8 hex of sha256(hostname, pid, start time),
+ * Facts about this process: the replica tag (ARCHITECTURE.md#files: the first 8 hex of sha256(hostname, pid, start
+ * time),
  * unique per process, so two replicas never share a run).
  */
 export class GuardianRuntime {

@@ -20,7 +20,7 @@ function verdict(c: GuardianConfig, headers: Record<string, string>): number {
   }
 }
 
-describe('checkHostAndOrigin (CONTRACTS §6, DNS rebinding)', () => {
+describe('checkHostAndOrigin (ARCHITECTURE.md#access, DNS rebinding)', () => {
   it('on a loopback bind accepts loopback names, IPv6 included, and refuses any other', () => {
     const c = config({ GUARDIAN_HOST: '127.0.0.1' });
     expect(verdict(c, { host: '[::1]:8786' })).toBe(200);

@@ -30,7 +30,10 @@ function originHost(origin: string): string {
   }
 }
 
-/** Why a request is refused at the door: a 403 with a stable code (CONTRACTS §2.6, §6). */
+/**
+ * Why a request is refused at the door: a 403 with a stable code (ARCHITECTURE.md#fail-open rule 6,
+ * ARCHITECTURE.md#access).
+ */
 export interface Refusal {
   status: 403;
   code: 'GUARDIAN_HOST_REFUSED' | 'GUARDIAN_ORIGIN_REFUSED' | 'GUARDIAN_PREFLIGHT_REFUSED';
@@ -38,7 +41,8 @@ export interface Refusal {
 }
 
 /**
- * DNS rebinding defence (CONTRACTS §6): on a loopback bind, Host and Origin must name a loopback host (or one of
+ * DNS rebinding defence (ARCHITECTURE.md#access): on a loopback bind, Host and Origin must name a loopback host (or
+ * one of
  * GUARDIAN_ALLOWED_HOSTS) on EVERY route, the proxied `/v1/*` included, so a page on another site that rebinds its
  * name to 127.0.0.1 can drive neither guardian nor the user's backend through it. A browser's CORS preflight is
  * refused there as well: guardian grants no cross-origin access, and forwarding the preflight would let the
@@ -100,7 +104,7 @@ export class PageGuard implements CanActivate {
 }
 
 /**
- * Access to guardian's own `/guardian/*` data endpoints (CONTRACTS §6): Host and Origin as {@link PageGuard},
+ * Access to guardian's own `/guardian/*` data endpoints (ARCHITECTURE.md#access): Host and Origin as {@link PageGuard},
  * then, with GUARDIAN_ADMIN_TOKEN set, `X-Guardian-Token` must carry it (never `Authorization`, which is the
  * upstream's): missing is 401, wrong is 403.
  */

@@ -22,7 +22,10 @@ const PAGE = readFileSync(join(__dirname, '..', 'observability', 'health-page.ht
 /** Bytes a live-stream client may leave unread before guardian drops it (it reconnects and gets recent events). */
 const MAX_UNREAD_BYTES = 1024 * 1024;
 
-/** Guardian's own JSON endpoints and dashboard (CONTRACTS §5). Metadata only: no message text anywhere. */
+/**
+ * Guardian's own JSON endpoints and dashboard (ARCHITECTURE.md#http-surface). Metadata only: no message text
+ * anywhere.
+ */
 @Controller()
 export class GuardianController {
   constructor(
@@ -126,7 +129,7 @@ export class GuardianController {
     });
   }
 
-  /** The page carries no data, so it loads without a token and then asks for one (CONTRACTS §6). */
+  /** The page carries no data, so it loads without a token and then asks for one (ARCHITECTURE.md#access). */
   @Get('guardian/health')
   @UseGuards(PageGuard)
   async page(@Res() reply: FastifyReply): Promise<void> {

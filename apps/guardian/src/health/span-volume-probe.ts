@@ -11,7 +11,8 @@ export const FULL_BELOW_BYTES = 1024 * 1024;
 export type SpanVolumeState = 'writable' | 'full' | 'read-only' | 'missing';
 
 /**
- * Whether the span volume can take a span, for /readyz to report (never to gate on, CONTRACTS §2.2). It only
+ * Whether the span volume can take a span, for /readyz to report (never to gate on, ARCHITECTURE.md#fail-open rule
+ * 2). It only
  * looks: it used to create the span folder, which hid a deleted volume behind "writable" (issue 12 defect 8).
  * `missing` is also what a fresh install reports until the first span creates the folder.
  */
@@ -26,7 +27,7 @@ export class SpanVolumeProbe {
       const fs = await statfs(dir);
       return fs.bavail * fs.bsize < FULL_BELOW_BYTES ? 'full' : 'writable';
     } catch (err) {
-      // Reported, not raised: guardian defers spans on an unwritable volume (CONTRACTS §2.3).
+      // Reported, not raised: guardian defers spans on an unwritable volume (ARCHITECTURE.md#fail-open rule 3).
       const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
       return code === 'ENOENT' ? 'missing' : 'read-only';
     }

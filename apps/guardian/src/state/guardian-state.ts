@@ -10,7 +10,7 @@ export type EventKind =
   | 'overflow_recovered'
   | 'archive_deferred';
 
-/** One entry of `/guardian/events`: counts and names only, never message text (CONTRACTS §5). */
+/** One entry of `/guardian/events`: counts and names only, never message text (ARCHITECTURE.md#http-surface). */
 export interface GuardianEvent {
   kind: EventKind;
   at: string;

@@ -6,7 +6,7 @@ import { guarded, textResult, type ToolContext } from '../tool-kit';
 
 const TIMEOUT_MS = 3000;
 
-// The fields the seed documents; the sidecar sends more (CONTRACTS §5), so the object stays open.
+// The fields the seed documents; the sidecar sends more (ARCHITECTURE.md#http-surface), so the object stays open.
 const StatsOutput = z.looseObject({
   version: z.string().optional().describe('Version.'),
   upstream: z.string().optional().describe('URL.'),
