@@ -1,10 +1,8 @@
-import { createHash } from 'node:crypto';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { z } from 'zod';
 
-import { resolveGuardianPaths, type GuardianPaths } from '@guardian/archive';
+import { replicaTag, resolveGuardianPaths, type GuardianPaths } from '@guardian/archive';
 
 /** What the MCP server reads from its environment, validated once at start (HOUSE rule 2). */
 export interface McpConfig {
@@ -60,12 +58,4 @@ export function loadMcpConfig(
     replica: replicaTag(now),
     logLevel: parsed.GUARDIAN_LOG_LEVEL,
   };
-}
-
-/** First 8 hex of sha256(hostname, pid, start time), as every guardian process tags itself (ARCHITECTURE.md#files). */
-function replicaTag(now: Date): string {
-  return createHash('sha256')
-    .update(`${os.hostname()}\n${process.pid}\n${now.toISOString()}`)
-    .digest('hex')
-    .slice(0, 8);
 }

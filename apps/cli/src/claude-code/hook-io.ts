@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
 import type { CliIo } from '../common/cli-io';
@@ -29,14 +27,6 @@ export function ccPaths(dataDir: string): CcPaths {
     snapshotsDir: path.join(root, 'snapshots'),
     logFile: path.join(root, 'hooks.log'),
   };
-}
-
-/** This process's replica tag (ARCHITECTURE.md#files): first 8 hex of sha256(hostname, pid, start time). */
-export function replicaTag(now: Date): string {
-  return createHash('sha256')
-    .update(`${os.hostname()}\n${process.pid}\n${now.toISOString()}`)
-    .digest('hex')
-    .slice(0, 8);
 }
 
 /** Capture runs are `cc-<session hash 12>-<replica>` (ARCHITECTURE.md#files). */

@@ -1,9 +1,6 @@
-import { createHash } from 'node:crypto';
-import * as os from 'node:os';
-
 import { Command } from 'commander';
 
-import { parseAge } from '@guardian/archive';
+import { parseAge, replicaTag } from '@guardian/archive';
 
 import { loadCliConfig, processIo } from '../common/cli-config';
 import { handleCliError } from '../common/cli-error';
@@ -40,14 +37,6 @@ function program(io: CliIo): Command {
     .option('--since <age>', 'window for --receipts and --savings: 30m, 24h, 7d, 2w', '7d')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
-}
-
-/** This process's replica tag (ARCHITECTURE.md#files): first 8 hex of sha256(hostname, pid, start time). */
-function replicaTag(now: Date): string {
-  return createHash('sha256')
-    .update(`${os.hostname()}\n${process.pid}\n${now.toISOString()}`)
-    .digest('hex')
-    .slice(0, 8);
 }
 
 async function dispatch(mode: RecallMode, ctx: RecallContext, term: string | undefined): Promise<ExitCode> {
