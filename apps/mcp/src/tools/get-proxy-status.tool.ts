@@ -3,6 +3,7 @@ import { z } from 'zod';
 
 import { fetchProxyStats } from '../proxy-client';
 import { guarded, textResult, type ToolContext } from '../tool-kit';
+import { RECALL_TOOLS } from '@guardian/compaction';
 
 const TIMEOUT_MS = 3000;
 
@@ -21,7 +22,7 @@ const StatsOutput = z.looseObject({
 /** get_proxy_status: the running sidecar's /guardian/stats, as text and structured output (seed). */
 export function registerGetProxyStatus(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'get_proxy_status',
+    RECALL_TOOLS.getProxyStatus,
     {
       title: 'Proxy status',
       description:
@@ -31,7 +32,7 @@ export function registerGetProxyStatus(server: McpServer, ctx: ToolContext): voi
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
     () =>
-      guarded(ctx, 'get_proxy_status', async () => {
+      guarded(ctx, RECALL_TOOLS.getProxyStatus, async () => {
         const stats = await fetchProxyStats({
           baseUrl: ctx.config.proxyUrl,
           token: ctx.config.token,

@@ -12,6 +12,7 @@ import {
   textResult,
   type ToolContext,
 } from '../tool-kit';
+import { RECALL_TOOLS } from '@guardian/compaction';
 
 // The seed cuts a read at 20,000 characters and says where the next read starts.
 const MAX_CHARS = 20000;
@@ -19,7 +20,7 @@ const MAX_CHARS = 20000;
 /** read_span: one span's messages verbatim, or start..end of them (seed tool reference). */
 export function registerReadSpan(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'read_span',
+    RECALL_TOOLS.readSpan,
     {
       title: 'Read a span',
       description:
@@ -34,7 +35,7 @@ export function registerReadSpan(server: McpServer, ctx: ToolContext): void {
       annotations: LOCAL_READ,
     },
     ({ run, index, start, end }) =>
-      guarded(ctx, 'read_span', async () => {
+      guarded(ctx, RECALL_TOOLS.readSpan, async () => {
         const read = await readSpan({
           spanDir: ctx.config.paths.spanDir,
           run: assertRunId(run),
