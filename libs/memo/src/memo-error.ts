@@ -1,3 +1,5 @@
+import { CodedError } from '@guardian/errors';
+
 /** Stable codes for every failure the memo reports (HOUSE rule 4). */
 export type MemoErrorCode =
   | 'MEMO_BAD_OPTION'
@@ -12,19 +14,11 @@ export type MemoErrorCode =
  * rule 1):
  * they reach the caller only through `onError` and the connect() result.
  */
-export class MemoError extends Error {
+export class MemoError extends CodedError<MemoErrorCode> {
   override readonly name = 'MemoError';
-
-  constructor(
-    readonly code: MemoErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** True when `err` is a MemoError with the given code. */
 export function isMemoError(err: unknown, code?: MemoErrorCode): err is MemoError {
-  return err instanceof MemoError && (code === undefined || err.code === code);
+  return MemoError.is(err, code);
 }

@@ -7,7 +7,7 @@ import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
 import { AnswerBookkeeping } from './answer-bookkeeping';
 import { CompactionEngine } from './compaction-engine';
-import { codeOf, stageOf } from './compaction-errors';
+import { failOpenOf } from './compaction-errors';
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
 import { Exchange } from './exchange';
 import { Precompactor } from './precompactor';
@@ -118,13 +118,9 @@ export class CompactionService {
           return d;
         },
       );
-    } catch (err) {
-      this.obs.failOpen(stageOf(err), codeOf(err), {
-        route: input.route,
-        model: conv.model,
-        reqId: input.reqId,
-        err,
-      });
+    } catch (thrown) {
+      const { stage, reason, err } = failOpenOf(thrown);
+      this.obs.failOpen(stage, reason, { route: input.route, model: conv.model, reqId: input.reqId, err });
       decision = {
         outcome: 'fail_open',
         tokensBefore: ctx.count.tokens,

@@ -5,7 +5,7 @@ import { parseOverflow, peekBody, type UpstreamResponse } from '@guardian/upstre
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
-import { codeOf } from './compaction-errors';
+import { reasonOf } from './compaction-errors';
 import type { Decision, RequestContext } from './compaction-context';
 import { CompactionEngine } from './compaction-engine';
 import type { Exchange } from './exchange';
@@ -113,7 +113,7 @@ export class OverflowRecovery {
       const d = await this.engine.decide(retryCtx);
       return d.body ? d : undefined;
     } catch (err) {
-      this.obs.failOpen('recovery', codeOf(err), {
+      this.obs.failOpen('recovery', reasonOf(err), {
         route: ctx.conv.route,
         model: ctx.conv.model,
         reqId: ctx.input.reqId,

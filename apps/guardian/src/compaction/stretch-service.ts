@@ -17,6 +17,7 @@ import { logOnce } from '@guardian/telemetry';
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
 import type { RequestContext } from './compaction-context';
+import { StageFailure } from './compaction-errors';
 import { StretchArchiver } from './stretch-archiver';
 import { SummariseError, Summariser, type SummaryResult } from './summariser';
 
@@ -234,7 +235,8 @@ export class StretchService {
       if (failure) base.checkpoint = true;
       const entry = withSpans(base, memo, archived.refs);
       if (env.GUARDIAN_SUMMARY_MEMO) await this.memo.put(ctx.session.hash, entry);
-      if (!forwardNow) throw failure;
+      // The summariser failed and its checkpoint may not go out now: the summarise stage fails open.
+      if (!forwardNow) throw new StageFailure('summarise', failure);
       return {
         entry,
         calls: result.calls,
@@ -292,8 +294,9 @@ export class StretchService {
       return { result };
     } catch (err) {
       // A client that went away, or a transcript too short to be worth a summary: nothing to stand in for.
-      if (!(err instanceof SummariseError) || err.code === 'TRANSCRIPT_TOO_SHORT' || ctx.input.signal.aborted)
-        throw err;
+      if (!(err instanceof SummariseError)) throw err;
+      if (err.code === 'TRANSCRIPT_TOO_SHORT' || ctx.input.signal.aborted)
+        throw new StageFailure('summarise', err);
       this.obs.state.summaryCheckpoints += 1;
       logOnce(
         this.obs.logger,
