@@ -31,8 +31,8 @@ export abstract class CodedError<Code extends string> extends Error {
  * else undefined. The one place the tree reads a `code` off an unknown value.
  */
 export function codeOf(err: unknown): string | undefined {
-  if (err instanceof CodedError) return err.code;
-  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string')
-    return err.code;
-  return undefined;
+  // A CodedError passes the same test; written once for both.
+  if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
+  const code: unknown = err.code;
+  return typeof code === 'string' ? code : undefined;
 }
