@@ -15,7 +15,8 @@ import { ProxyService } from './proxy/proxy.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
 import { HostGate } from './guardian-api/access.guard';
-import { apiStyleOf, errorBody } from './http/api-style';
+import { apiStyleOf } from './http/api-style';
+import { GuardianError, sendHttpError } from './http/http-error';
 import { ownedRoute } from './formats/owned-route';
 import { keepRawBodies } from './http/raw-body';
 import { Observability } from './observability/observability';
@@ -95,10 +96,7 @@ export async function startGuardian(
     if (!refusal) return done();
     if (!isOwnEndpoint(req.url))
       metrics.requests.inc({ route: ownedRoute(req.method, req.url) ?? 'other', outcome: 'refused' });
-    void reply
-      .status(refusal.status)
-      .header('content-type', 'application/json')
-      .send(errorBody(apiStyleOf(req.url, req.headers), refusal.status, refusal.code, refusal.message));
+    void sendHttpError(reply, refusal, apiStyleOf(req.url, req.headers));
   });
   // Once shutting down, every answer not yet started tells the client to close its connection, so no kept-alive
   // socket holds the process until the grace ends and no client reuses one that is about to go.
@@ -123,12 +121,11 @@ export async function startGuardian(
   // method it does not
   // take) is its own 404, never the upstream's business. Its static routes win over this wildcard.
   const notFound = async (req: FastifyRequest, reply: FastifyReply) =>
-    reply
-      .status(404)
-      .header('content-type', 'application/json')
-      .send(
-        errorBody(apiStyleOf(req.url, req.headers), 404, 'GUARDIAN_NOT_FOUND', 'no such guardian endpoint'),
-      );
+    sendHttpError(
+      reply,
+      new GuardianError('GUARDIAN_NOT_FOUND', 'no such guardian endpoint', 404),
+      apiStyleOf(req.url, req.headers),
+    );
   fastify.route({ method: PROXIED_METHODS, url: '/guardian', handler: notFound, exposeHeadRoute: false });
   fastify.route({ method: PROXIED_METHODS, url: '/guardian/*', handler: notFound, exposeHeadRoute: false });
   fastify.route({ method: PROXIED_METHODS, url: '/', handler: forward, exposeHeadRoute: false });

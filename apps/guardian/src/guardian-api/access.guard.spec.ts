@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 
 import { GuardianConfig } from '../config/guardian-config';
+import { toHttpError } from '../http/http-error';
 import { checkHostAndOrigin } from './access.guard';
 
 function config(env: Record<string, string>): GuardianConfig {
@@ -16,7 +17,7 @@ function verdict(c: GuardianConfig, headers: Record<string, string>): number {
     checkHostAndOrigin(c, req(headers));
     return 200;
   } catch (err) {
-    return (err as { getStatus(): number }).getStatus();
+    return toHttpError(err, 'openai').status;
   }
 }
 

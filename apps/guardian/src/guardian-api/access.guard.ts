@@ -1,10 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
-import { CanActivate, ExecutionContext, HttpException, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 
 import { GuardianConfig } from '../config/guardian-config';
+import { GuardianError } from '../http/http-error';
 
 const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]', '::1'];
 
@@ -31,16 +32,6 @@ function originHost(origin: string): string {
 }
 
 /**
- * Why a request is refused at the door: a 403 with a stable code (ARCHITECTURE.md#fail-open rule 6,
- * ARCHITECTURE.md#access).
- */
-export interface Refusal {
-  status: 403;
-  code: 'GUARDIAN_HOST_REFUSED' | 'GUARDIAN_ORIGIN_REFUSED' | 'GUARDIAN_PREFLIGHT_REFUSED';
-  message: string;
-}
-
-/**
  * DNS rebinding defence (ARCHITECTURE.md#access): on a loopback bind, Host and Origin must name a loopback host (or
  * one of
  * GUARDIAN_ALLOWED_HOSTS) on EVERY route, the proxied `/v1/*` included, so a page on another site that rebinds its
@@ -58,34 +49,33 @@ export class HostGate {
       : null;
   }
 
-  verdict(method: string, headers: IncomingHttpHeaders): Refusal | undefined {
+  verdict(method: string, headers: IncomingHttpHeaders): GuardianError | undefined {
     const allowed = this.allowed;
     if (allowed === null) return undefined;
     if (!allowed.has(hostOnly(String(headers.host ?? ''))))
-      return { status: 403, code: 'GUARDIAN_HOST_REFUSED', message: 'Host not allowed on a loopback bind' };
+      return new GuardianError('GUARDIAN_HOST_REFUSED', 'Host not allowed on a loopback bind', 403);
     const origin = headers.origin;
     // `Origin: null` comes from privacy-sensitive contexts (RFC 6454 §7.3); it names no site to compare.
     if (origin && origin !== 'null' && !allowed.has(hostOnly(originHost(origin))))
-      return {
-        status: 403,
-        code: 'GUARDIAN_ORIGIN_REFUSED',
-        message: 'Origin not allowed on a loopback bind',
-      };
+      return new GuardianError('GUARDIAN_ORIGIN_REFUSED', 'Origin not allowed on a loopback bind', 403);
     // A preflight is an OPTIONS request carrying Access-Control-Request-Method (Fetch standard §3.2.2).
     if (method === 'OPTIONS' && headers['access-control-request-method'] !== undefined)
-      return {
-        status: 403,
-        code: 'GUARDIAN_PREFLIGHT_REFUSED',
-        message: 'cross-origin requests from browsers are not accepted on a loopback bind',
-      };
+      return new GuardianError(
+        'GUARDIAN_PREFLIGHT_REFUSED',
+        'cross-origin requests from browsers are not accepted on a loopback bind',
+        403,
+      );
     return undefined;
   }
 }
 
-/** Throws the gate's refusal as an HttpException, for the Nest guards (the error filter shapes the body). */
+/**
+ * Throws the gate's refusal (a 403 with a stable code, docs/ARCHITECTURE.md#access) for the Nest guards; the error
+ * filter shapes the body.
+ */
 export function checkHostAndOrigin(config: GuardianConfig, req: FastifyRequest): void {
   const refusal = new HostGate(config).verdict(req.method, req.headers);
-  if (refusal) throw new HttpException({ code: refusal.code, message: refusal.message }, refusal.status);
+  if (refusal) throw refusal;
 }
 
 /**
@@ -119,13 +109,9 @@ export class AccessGuard implements CanActivate {
     if (!admin) return true;
     const raw = req.headers['x-guardian-token'];
     const token = Array.isArray(raw) ? raw[0] : raw;
-    if (!token)
-      throw new HttpException({ code: 'GUARDIAN_TOKEN_REQUIRED', message: 'X-Guardian-Token required' }, 401);
+    if (!token) throw new GuardianError('GUARDIAN_TOKEN_REQUIRED', 'X-Guardian-Token required', 401);
     if (!sameSecret(token, admin))
-      throw new HttpException(
-        { code: 'GUARDIAN_TOKEN_INVALID', message: 'X-Guardian-Token not accepted' },
-        403,
-      );
+      throw new GuardianError('GUARDIAN_TOKEN_INVALID', 'X-Guardian-Token not accepted', 403);
     return true;
   }
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-import { Controller, Get, Header, HttpCode, HttpException, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { Controller, Get, Header, HttpCode, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { computeBudget } from '@guardian/compaction';
@@ -12,6 +12,7 @@ import { GuardianMetrics } from '@guardian/telemetry';
 import { sessionHash } from '../compaction/session';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianRuntime } from '../config/guardian-runtime';
+import { GuardianError } from '../http/http-error';
 import { GuardianState, type GuardianEvent } from '../state/guardian-state';
 import { AccessGuard, PageGuard } from './access.guard';
 import { buildStats } from './stats';
@@ -70,19 +71,16 @@ export class GuardianController {
   @Header('cache-control', 'no-store')
   async usage(@Query('session') query?: string | string[]): Promise<Record<string, unknown>> {
     // `?session=a&session=b` arrives as an array: refused like any other bad id (it was a 500, issue 12 suite).
-    if (Array.isArray(query))
-      throw new HttpException({ code: 'GUARDIAN_BAD_SESSION', message: 'give session once' }, 400);
+    if (Array.isArray(query)) throw new GuardianError('GUARDIAN_BAD_SESSION', 'give session once', 400);
     const session = query;
     if (session !== undefined && (session.length === 0 || Buffer.byteLength(session) > 256)) {
-      throw new HttpException({ code: 'GUARDIAN_BAD_SESSION', message: 'session must be 1-256 bytes' }, 400);
+      throw new GuardianError('GUARDIAN_BAD_SESSION', 'session must be 1-256 bytes', 400);
     }
     const record = await this.memo.getUsage(session === undefined ? undefined : sessionHash(session));
     if (!record) {
-      throw new HttpException(
-        {
-          code: 'GUARDIAN_NO_SESSION',
-          message: session === undefined ? 'no session seen yet' : 'unknown session',
-        },
+      throw new GuardianError(
+        'GUARDIAN_NO_SESSION',
+        session === undefined ? 'no session seen yet' : 'unknown session',
         404,
       );
     }

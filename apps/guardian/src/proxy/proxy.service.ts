@@ -13,7 +13,8 @@ import {
 } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
-import { apiStyleOf, errorBody } from '../http/api-style';
+import { apiStyleOf } from '../http/api-style';
+import { GuardianError, sendHttpError } from '../http/http-error';
 import { ownedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
 import { OverflowRecovery } from '../compaction/overflow-recovery';
@@ -76,17 +77,12 @@ export class ProxyService {
     const sessionHeader = readSessionHeader(req.raw.headersDistinct['x-guardian-session']);
     if (route && this.config.env.GUARDIAN_SESSION_HEADER_REQUIRED && sessionHeader.kind !== 'value') {
       this.obs.metrics.requests.inc({ route, outcome: 'refused' });
-      void reply
-        .status(400)
-        .header('content-type', 'application/json')
-        .send(
-          errorBody(
-            apiStyleOf(url, req.headers),
-            400,
-            'GUARDIAN_SESSION_REQUIRED',
-            sessionRequiredMessage(sessionHeader),
-          ),
-        );
+      const refusal = new GuardianError(
+        'GUARDIAN_SESSION_REQUIRED',
+        sessionRequiredMessage(sessionHeader),
+        400,
+      );
+      void sendHttpError(reply, refusal, apiStyleOf(url, req.headers));
       return;
     }
 
@@ -125,27 +121,23 @@ export class ProxyService {
         );
       }
     } catch (err) {
-      const e = err instanceof UpstreamError ? err : undefined;
-      if (exchange) exchange.finish({ status: e?.status ?? 502, upstreamError: true });
+      const e =
+        err instanceof UpstreamError
+          ? err
+          : new UpstreamError('UPSTREAM_UNREACHABLE', 'the upstream could not be reached', 502, {
+              cause: err,
+            });
+      if (exchange) exchange.finish({ status: e.status, upstreamError: true });
       else this.obs.metrics.requests.inc({ route: 'other', outcome: 'upstream_error' });
-      if (abort.signal.aborted || e?.code === 'UPSTREAM_ABORTED') {
+      if (abort.signal.aborted || e.code === 'UPSTREAM_ABORTED') {
         this.obs.logger.debug({ reqId: req.id }, 'client went away before the upstream answered');
         return;
       }
-      const status = e?.status ?? 502;
-      const code = e?.code ?? 'UPSTREAM_UNREACHABLE';
-      this.obs.logger.warn({ reqId: req.id, code, path: path.split('?')[0] }, 'upstream request failed');
-      void reply
-        .status(status)
-        .header('content-type', 'application/json')
-        .send(
-          errorBody(
-            apiStyleOf(url, req.headers),
-            status,
-            code,
-            e?.message ?? 'the upstream could not be reached',
-          ),
-        );
+      this.obs.logger.warn(
+        { reqId: req.id, code: e.code, path: path.split('?')[0] },
+        'upstream request failed',
+      );
+      void sendHttpError(reply, e, apiStyleOf(url, req.headers));
       return;
     }
 
