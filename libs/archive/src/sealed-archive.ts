@@ -75,7 +75,7 @@ export class SealedArchive extends ArchiveWriter {
     super();
     this.now = opts.now ?? (() => new Date());
     // Test-only crash points may also come from the environment so a child process can be armed.
-    this.crash = parseCrashPoint(opts.crashPoint ?? process.env.GUARDIAN_TEST_CRASH_POINT);
+    this.crash = parseCrashPoint(opts.crashPoint);
   }
 
   override async write(input: SpanInput): Promise<SpanRef> {
