@@ -2,8 +2,8 @@ import type { Stack } from '../support/stack';
 import { rawGet, startWindowStack } from './support';
 
 // ARCHITECTURE.md#access: metadata is open unless GUARDIAN_ADMIN_TOKEN is set; then /guardian/* needs
-// X-Guardian-Token while
-// the probes and /metrics stay open to the cluster. On a loopback bind Host and Origin are checked (DNS rebinding).
+// X-Guardian-Token while the probes and /metrics stay open to the cluster. On a loopback bind Host and Origin are
+// checked (DNS rebinding).
 
 function codeOf(body: string): unknown {
   return (JSON.parse(body) as { error?: { code?: unknown } }).error?.code;

@@ -3,9 +3,8 @@ import { join } from 'node:path';
 
 /**
  * ARCHITECTURE.md#configuration: every GUARDIAN_* variable the code reads is in the README's configuration table, and
- * every row of
- * the table is read somewhere. A variable is "read" where code indexes an env object with it or declares it as a
- * key of an env schema.
+ * every row of the table is read somewhere. A variable is "read" where code indexes an env object with it or declares
+ * it as a key of an env schema.
  */
 const ROOT = join(__dirname, '..', '..');
 /** Names that look like variables but are not configuration, with the reason. */

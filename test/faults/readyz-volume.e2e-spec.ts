@@ -6,9 +6,8 @@ import { startStack, type Stack } from '../support/stack';
 import { mountTmpfs, type Tmpfs } from './support/tmpfs';
 
 // /readyz reports the span volume and never gates on it (ARCHITECTURE.md#fail-open rule 2). It must report it
-// truthfully: a full
-// volume is "full", not "writable", and the probe itself writes nothing: it used to re-create a deleted span
-// folder, which hid the deletion (issue 12 defect 8).
+// truthfully: a full volume is "full", not "writable", and the probe itself writes nothing: it used to re-create a
+// deleted span folder, which hid the deletion (issue 12 defect 8).
 
 describe('/readyz on a span volume that fills up, turns read-only and disappears', () => {
   let volume: Tmpfs;

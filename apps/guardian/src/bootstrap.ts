@@ -88,8 +88,7 @@ export async function startGuardian(
   // Guardian's own endpoints count as route "guardian" (the proxy path counts its own outcomes).
   const metrics = app.get(GuardianMetrics);
   // DNS rebinding (ARCHITECTURE.md#access): on a loopback bind every route checks Host and Origin before anything
-  // else runs,
-  // the proxied ones included; a refused request is never read, parsed or forwarded.
+  // else runs, the proxied ones included; a refused request is never read, parsed or forwarded.
   const gate = new HostGate(config);
   fastify.addHook('onRequest', (req, reply, done) => {
     const refusal = gate.verdict(req.method, req.headers);
@@ -118,8 +117,7 @@ export async function startGuardian(
     return reply;
   };
   // `/guardian/*` is guardian's own namespace (ARCHITECTURE.md#http-surface): a path there it does not serve (or a
-  // method it does not
-  // take) is its own 404, never the upstream's business. Its static routes win over this wildcard.
+  // method it does not take) is its own 404, never the upstream's business. Its static routes win over this wildcard.
   const notFound = async (req: FastifyRequest, reply: FastifyReply) =>
     sendHttpError(
       reply,

@@ -2,8 +2,7 @@ import type { NeutralMessage } from './types';
 
 /**
  * Pinned facts (ARCHITECTURE.md#compaction, the seed's phrase list): a sentence a user typed that asks for it to be
- * kept is
- * carried verbatim in every later compacted request, whatever a summary says. So are `## Must Keep` bullets.
+ * kept is carried verbatim in every later compacted request, whatever a summary says. So are `## Must Keep` bullets.
  */
 const PIN_PHRASES = [
   /\bremember (?:this|that|these)\b/i,

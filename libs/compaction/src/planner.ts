@@ -77,9 +77,8 @@ export function chooseMemo<T extends { cut: number; summaryTokens: number }>(
 
 /**
  * Decides what to do with one request (ARCHITECTURE.md#compaction, order of measures): forward it as it is while it
- * fits; reuse
- * the memoized (sticky) cut while its summary plus the kept tail fit; otherwise choose a new, later cut that keeps
- * about `keep.fraction` of (window - reserve) verbatim, at least MIN_KEPT_MESSAGES messages (or exactly
+ * fits; reuse the memoized (sticky) cut while its summary plus the kept tail fit; otherwise choose a new, later cut
+ * that keeps about `keep.fraction` of (window - reserve) verbatim, at least MIN_KEPT_MESSAGES messages (or exactly
  * `keep.messages`), never splitting a tool call from its results. When that cut would not fit with its summary,
  * the minimum gives way: a deeper cut is taken before any paste is spilled.
  */

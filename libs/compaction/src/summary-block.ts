@@ -8,8 +8,7 @@ export const PINS_HEADING = "Pinned facts (kept verbatim at the user's request):
 /**
  * The most span references one block names (the newest). Older spans stay reachable through the recall tools the
  * block names, so the block does not grow with the session (ARCHITECTURE.md#compaction "bounded additions": a
- * 1,000-turn session
- * once grew its system message from 6 KB to 38 KB of references until every request was refused).
+ * 1,000-turn session once grew its system message from 6 KB to 38 KB of references until every request was refused).
  */
 export const MAX_BLOCK_SPANS = 5;
 /** What replaces the middle of a summary longer than its cap. */

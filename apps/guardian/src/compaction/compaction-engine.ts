@@ -23,10 +23,9 @@ import { StretchService, type StretchResult } from './stretch-service';
 
 /**
  * One over-budget request, top to bottom (ARCHITECTURE.md#compaction): plan the cut (libs/compaction), get its
- * summary (reused
- * from the memo, or written once by the summariser and archived), plan the rebuild (libs/compaction: pins, spills,
- * shedding), then archive the spilled messages and let the format adapter write the request. The policy lives in
- * the pure library; this class does only the I/O around it. Throws only for the caller to fail open.
+ * summary (reused from the memo, or written once by the summariser and archived), plan the rebuild (libs/compaction:
+ * pins, spills, shedding), then archive the spilled messages and let the format adapter write the request. The policy
+ * lives in the pure library; this class does only the I/O around it. Throws only for the caller to fail open.
  */
 @Injectable()
 export class CompactionEngine {

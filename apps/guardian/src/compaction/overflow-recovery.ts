@@ -17,9 +17,8 @@ const MAX_ERROR_BODY = 1024 * 1024;
 
 /**
  * One retry when the upstream refuses a request as too long (ARCHITECTURE.md#fail-open rule 5): the same request
- * decided again against
- * the window and count the refusal taught (libs/compaction overflowRetryBudget). Any other error answer, and a
- * refused retry, reaches the client as the upstream sent it.
+ * decided again against the window and count the refusal taught (libs/compaction overflowRetryBudget). Any other
+ * error answer, and a refused retry, reaches the client as the upstream sent it.
  */
 @Injectable()
 export class OverflowRecovery {

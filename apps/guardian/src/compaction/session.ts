@@ -77,8 +77,7 @@ function decodeUtf8(bytes: Buffer): string | undefined {
 
 /**
  * The session (ARCHITECTURE.md#sessions): the `X-Guardian-Session` value when one was sent and used, else a hash of
- * model + first
- * system message + first user message (the seed's rule). Raw values never reach a path or a label.
+ * model + first system message + first user message (the seed's rule). Raw values never reach a path or a label.
  */
 export function resolveSession(
   header: SessionHeader,

@@ -49,9 +49,9 @@ export function pendingStart(entry: MemoEntry | undefined): number | undefined {
 
 /**
  * The memo side of compaction (ARCHITECTURE.md#sessions, ARCHITECTURE.md#fail-open, ARCHITECTURE.md#compaction):
- * finds the conversation's sticky cut, summarises a new stretch once
- * (in this process and across replicas), archives what it evicts, and writes a stretch that an earlier turn could
- * not archive as soon as a turn resends it. Throws only for the caller to fail open.
+ * finds the conversation's sticky cut, summarises a new stretch once (in this process and across replicas), archives
+ * what it evicts, and writes a stretch that an earlier turn could not archive as soon as a turn resends it. Throws
+ * only for the caller to fail open.
  */
 @Injectable()
 export class StretchService {
@@ -99,8 +99,7 @@ export class StretchService {
 
   /**
    * The sticky cut reused: no summariser call; a stretch still pending is archived now (ARCHITECTURE.md#fail-open
-   * rule 3). The first
-   * reuse of a summary made ahead of need counts it as used (issue 14).
+   * rule 3). The first reuse of a summary made ahead of need counts it as used (issue 14).
    */
   async reuse(ctx: RequestContext, given: MemoEntry): Promise<StretchResult> {
     let entry = given;

@@ -44,8 +44,8 @@ export function trackableModel(model: string): boolean {
 
 /**
  * The context window per model (ARCHITECTURE.md#compaction): GUARDIAN_NUM_CTX wins; else detected from the upstream
- * on the first
- * request for that model and cached (one probe at a time per model, rate-limited across models); else the default.
+ * on the first request for that model and cached (one probe at a time per model, rate-limited across models); else
+ * the default.
  * An overflow answer that names a smaller window lowers it (`learned`). The cache is bounded (GuardianState).
  */
 @Injectable()

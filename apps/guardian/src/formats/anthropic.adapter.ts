@@ -178,8 +178,8 @@ export const anthropicAdapter: FormatAdapter = {
     const out: Json = { ...conv.json, messages };
     if (plan.summaryBlock !== undefined) {
       // `messages` must start with a user turn (ARCHITECTURE.md#compaction): a mid-conversation system item that
-      // eviction left at
-      // the front (Claude Code sends one right after the first user message) joins the top-level system text.
+      // eviction left at the front (Claude Code sends one right after the first user message) joins the top-level
+      // system text.
       let lead = 0;
       if (plan.keep[0] !== 0)
         while (lead < plan.keep.length && conv.messages[plan.keep[lead]!]?.role === 'system') lead++;

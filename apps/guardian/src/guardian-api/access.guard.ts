@@ -33,9 +33,8 @@ function originHost(origin: string): string {
 
 /**
  * DNS rebinding defence (ARCHITECTURE.md#access): on a loopback bind, Host and Origin must name a loopback host (or
- * one of
- * GUARDIAN_ALLOWED_HOSTS) on EVERY route, the proxied `/v1/*` included, so a page on another site that rebinds its
- * name to 127.0.0.1 can drive neither guardian nor the user's backend through it. A browser's CORS preflight is
+ * one of GUARDIAN_ALLOWED_HOSTS) on EVERY route, the proxied `/v1/*` included, so a page on another site that rebinds
+ * its name to 127.0.0.1 can drive neither guardian nor the user's backend through it. A browser's CORS preflight is
  * refused there as well: guardian grants no cross-origin access, and forwarding the preflight would let the
  * upstream's own CORS answer grant it in guardian's name. Beyond loopback the tokens do that job and any Host is
  * accepted. Built once; `verdict` runs on every request, so the allowed names are a prepared Set.

@@ -9,8 +9,7 @@ import { SpanVolumeProbe } from './span-volume-probe';
 /**
  * Kubernetes probes. `/readyz` is ready once config is loaded and the server listens (it cannot answer before);
  * the span volume, Redis and the upstream are reported, never gating (ARCHITECTURE.md#fail-open rule 2): a full
- * volume or a
- * Redis outage must not take replicas out of the Service, since guardian fails open around both.
+ * volume or a Redis outage must not take replicas out of the Service, since guardian fails open around both.
  */
 @Controller()
 export class HealthController {

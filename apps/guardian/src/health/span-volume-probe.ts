@@ -12,8 +12,8 @@ export type SpanVolumeState = 'writable' | 'full' | 'read-only' | 'missing';
 
 /**
  * Whether the span volume can take a span, for /readyz to report (never to gate on, ARCHITECTURE.md#fail-open rule
- * 2). It only
- * looks: it used to create the span folder, which hid a deleted volume behind "writable" (issue 12 defect 8).
+ * 2). It only looks: it used to create the span folder, which hid a deleted volume behind "writable" (issue 12 defect
+ * 8).
  * `missing` is also what a fresh install reports until the first span creates the folder.
  */
 @Injectable()

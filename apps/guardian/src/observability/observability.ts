@@ -68,8 +68,7 @@ const AFTER_FORWARD = new Set(['usage_write', 'log_write', 'receipt_write', 'jou
 /**
  * What a fail-open did to the request, in words an operator can act on. Not every stage forwards the client's
  * bytes: a span that cannot be written still lets the request go on compacted (ARCHITECTURE.md#fail-open rule 3), and
- * the line used to
- * say "unchanged" there (issue 12 defect 8).
+ * the line used to say "unchanged" there (issue 12 defect 8).
  */
 export function failOpenMessage(stage: FailOpenStage, reason: string): string {
   if (AFTER_FORWARD.has(reason))

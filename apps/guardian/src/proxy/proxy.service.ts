@@ -25,8 +25,8 @@ import { requestTiming, type RequestTiming } from '../observability/request-timi
 /**
  * The request path, top to bottom: read the body guardian was given (raw bytes), let compaction decide what to
  * forward (it never throws: any failure forwards the client's bytes, ARCHITECTURE.md#fail-open), forward it, and
- * stream the
- * answer back as it arrives. An upstream that rejects a compacted-or-not request as too long gets one retry.
+ * stream the answer back as it arrives. An upstream that rejects a compacted-or-not request as too long gets one
+ * retry.
  */
 @Injectable()
 export class ProxyService {
