@@ -26,7 +26,7 @@ describe('/readyz on a span volume that fills up, turns read-only and disappears
     await volume?.unmount();
   });
 
-  it('says writable, then full, then read-only, then missing, and stays ready throughout', async () => {
+  it('says writable, then full, then read-only, then missing (read-only when it cannot be created), and stays ready', async () => {
     expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'writable' });
 
     await volume.fill();
@@ -42,5 +42,11 @@ describe('/readyz on a span volume that fills up, turns read-only and disappears
     expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'missing' });
     // The probe looked; it did not put the folder back.
     expect(existsSync(join(volume.dir, 'spans'))).toBe(false);
+
+    // Missing and impossible to create (a fresh root-owned bind mount, for the image's uid): read-only, not missing.
+    volume.readOnly();
+    expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'read-only' });
+    volume.readWrite();
+    expect(await readyz()).toMatchObject({ span_volume: 'missing' });
   });
 });
