@@ -115,3 +115,20 @@ describe('GuardianMetrics', () => {
     for (const name of withDefaults) expect(name).toMatch(/^guardian_/);
   });
 });
+
+describe('GuardianMetrics.total', () => {
+  it('sums the series that carry the given labels, and counts a histogram by its observations', async () => {
+    const metrics = new GuardianMetrics();
+    metrics.compactions.inc({ route: 'chat', reason: 'budget' }, 2);
+    metrics.compactions.inc({ route: 'messages', reason: 'overflow' });
+    metrics.summariserDuration.observe({ outcome: 'ok' }, 1.5);
+    metrics.summariserDuration.observe({ outcome: 'error' }, 0.2);
+    metrics.pinsCarried.set(3);
+    expect(await metrics.total(metrics.compactions)).toBe(3);
+    expect(await metrics.total(metrics.compactions, { reason: 'overflow' })).toBe(1);
+    expect(await metrics.total(metrics.summariserDuration)).toBe(2);
+    expect(await metrics.total(metrics.summariserDuration, { outcome: 'ok' })).toBe(1);
+    expect(await metrics.total(metrics.pinsCarried)).toBe(3);
+    expect(await metrics.total(metrics.failOpen, { stage: 'memo' })).toBe(0);
+  });
+});

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricValue } from 'prom-client';
 
 // Every metric the sidecar exports is defined in this one file (HOUSE rule 10): prefix `guardian_`, counters
 // end in `_total`, histograms carry their unit, and label values come from the closed sets below, never from
@@ -279,6 +279,25 @@ export class GuardianMetrics {
     // Until a verify finds a break the chain is taken as sound; a 0 at boot would page someone for nothing.
     this.sealOk.set(1);
     this.preInitialise();
+  }
+
+  /**
+   * The sum of a metric's series whose labels include `labels`; for a histogram, how many observations it has.
+   * `/guardian/stats` reads its counters here, so each count is kept once, in the registry (issue 18).
+   */
+  async total<L extends string>(
+    metric: Counter<L> | Gauge<L> | Histogram<L>,
+    labels: Partial<Record<L, string>> = {},
+  ): Promise<number> {
+    const values: (MetricValue<L> & { metricName?: string })[] = (await metric.get()).values;
+    const wanted = Object.entries(labels);
+    return (
+      values
+        // A histogram's series are its buckets, `_sum` and `_count`; a counter's and a gauge's carry no metricName.
+        .filter((v) => v.metricName === undefined || v.metricName.endsWith('_count'))
+        .filter((v) => wanted.every(([k, want]) => (v.labels as Record<string, unknown>)[k] === want))
+        .reduce((n, v) => n + v.value, 0)
+    );
   }
 
   // Series with a small, known label set are created at 0 so `/metrics` shows them before the first event

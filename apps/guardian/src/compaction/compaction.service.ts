@@ -71,13 +71,11 @@ export class CompactionService {
       json = JSON.parse(input.body.toString('utf8'));
     } catch {
       // Malformed JSON is the client's to hear about from the upstream: forwarded byte for byte, never a guardian error.
-      this.obs.state.passthroughUnparsed += 1;
       return passthrough();
     }
     const conv = adapter.parse(json, { countTools: this.config.env.GUARDIAN_COUNT_TOOLS });
     if (!conv) {
       // A shape the engine does not understand (a stateful Responses call, an unknown item): forwarded unchanged.
-      this.obs.state.passthroughStateful += 1;
       return passthrough();
     }
 

@@ -32,7 +32,6 @@ export class DecisionReporter {
     const stretch = f.stretch;
     state.tokensKeptOut += Math.max(0, d.tokensBefore - d.tokensAfter);
     if (f.spilled > 0) {
-      state.oversizedSpills += 1;
       metrics.oversizedSpills.inc({ route });
       if (!stretch)
         state.emit({
@@ -45,16 +44,11 @@ export class DecisionReporter {
         });
     }
     if (stretch) {
-      state.compactionsPerformed += 1;
       metrics.compactions.inc({ route, reason: ctx.reason ?? 'budget' });
       metrics.tokensBefore.observe({ route }, d.tokensBefore);
       metrics.tokensAfter.observe({ route }, d.tokensAfter);
-      state.lastPinsCarried = f.pins;
       metrics.pinsCarried.set(f.pins);
-      if (f.pins > 0) {
-        state.compactionsWithPins += 1;
-        metrics.compactionsWithPins.inc();
-      }
+      if (f.pins > 0) metrics.compactionsWithPins.inc();
       state.emit({
         kind: 'compaction',
         route,

@@ -56,7 +56,6 @@ export class OverflowRecovery {
     this.obs.metrics.overflowRecoveries.inc({ route, outcome: ok ? 'ok' : 'failed' });
     if (ok) {
       // The retry's compaction was counted by the engine, with reason "overflow".
-      this.obs.state.overflowRecovered += 1;
       this.obs.state.emit({
         kind: 'overflow_recovered',
         route,

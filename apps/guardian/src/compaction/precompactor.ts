@@ -50,13 +50,12 @@ export class Precompactor implements OnModuleDestroy {
     }
     const job: Job = { cut: 0, abort: new AbortController(), done: Promise.resolve() };
     this.jobs.set(ctx.session.hash, job);
-    this.obs.state.precompact.running = this.jobs.size;
+    this.obs.state.precompactRunning = this.jobs.size;
     job.done = this.run(ctx, job, d.tokensAfter)
       .then((outcome) => this.count(outcome))
       .catch((err: unknown) => {
         if (job.abort.signal.aborted) return this.count('abandoned');
         this.count('failed');
-        this.obs.state.precompact.failed += 1;
         logOnce(
           this.obs.logger,
           `precompact_failed:${reasonOf(err)}`,
@@ -66,7 +65,7 @@ export class Precompactor implements OnModuleDestroy {
       })
       .finally(() => {
         this.jobs.delete(ctx.session.hash);
-        this.obs.state.precompact.running = this.jobs.size;
+        this.obs.state.precompactRunning = this.jobs.size;
       });
   }
 
@@ -107,13 +106,9 @@ export class Precompactor implements OnModuleDestroy {
     const made = await this.stretches.summarise(bg, hashes, planned.memo, from, cut, { precomputed: true });
     if (job.abort.signal.aborted) return 'abandoned';
     // The model could not summarise it (or its breaker is open): a checkpoint stands in, memoized like a summary.
-    if (made.entry.checkpoint) {
-      this.obs.state.precompact.failed += 1;
-      return 'failed';
-    }
+    if (made.entry.checkpoint) return 'failed';
     // Another request or replica summarised this stretch meanwhile: nothing was made here.
     if (made.calls === 0) return 'not_needed';
-    this.obs.state.precompact.done += 1;
     return 'done';
   }
 

@@ -57,7 +57,6 @@ export class SpanRecorder implements OnModuleDestroy {
               : 'other';
       this.obs.metrics.archiveWriteFailures.inc({ reason });
       this.obs.metrics.archiveDeferred.inc();
-      this.obs.state.archiveDeferred += 1;
       this.obs.state.emit({ kind: 'archive_deferred', route: input.route, model: input.model, reason });
       this.obs.failOpen('archive', reason, { route: routeLabel(input.route), model: input.model, err });
       return undefined;

@@ -106,7 +106,6 @@ export class StretchService {
     if (entry.precomputed) {
       entry = { ...entry };
       delete entry.precomputed;
-      this.obs.state.precompact.used += 1;
       this.obs.metrics.precompact.inc({ outcome: 'used' });
       await this.memo.put(ctx.session.hash, entry);
     }
@@ -120,7 +119,6 @@ export class StretchService {
       span: null,
       waited: false,
     };
-    this.obs.state.summariesReused += 1;
     this.obs.metrics.summariesReused.inc();
     if (pending === undefined) return reused;
     const archived = await this.archiver.stretch(ctx, evictedIndexes(ctx.conv.messages, pending, entry.cut), {
@@ -281,7 +279,6 @@ export class StretchService {
         route: conv.route,
       });
       if (result.chunked) {
-        this.obs.state.summariesChunked += 1;
         this.obs.metrics.summariesChunked.inc();
         this.obs.state.emit({
           kind: 'summary_chunked',

@@ -116,7 +116,6 @@ export class Summariser {
       calls += 1;
       if (text.length < env.GUARDIAN_MIN_SUMMARY_CHARS) {
         retries += 1;
-        this.obs.state.summaryRetries += 1;
         this.obs.metrics.summaryRetries.inc();
         text = await this.call(input, prompt, maxTokens);
         calls += 1;
@@ -139,7 +138,6 @@ export class Summariser {
       reasoningEffort: this.config.env.GUARDIAN_SUMMARY_REASONING_EFFORT,
     });
     const started = performance.now();
-    this.obs.state.summariserCalls += 1;
     return withSpan(
       'guardian.summarise',
       {

@@ -59,6 +59,7 @@ export class GuardianController {
     return buildStats({
       config: this.config,
       state: this.state,
+      metrics: this.metrics,
       replica: this.runtime.replica,
       memoStore: this.memo.kind,
       sessions: await this.memo.recentUsage(20),

@@ -9,8 +9,8 @@ import { GuardianLogger } from './guardian-logger';
 import { SealMonitor } from '../archive-verifier/seal-monitor';
 
 /**
- * The one place the request path reports through: counters for /guardian/stats, Prometheus metrics, events and
- * logs. A fail-open is a designed path (ARCHITECTURE.md#fail-open): counted by stage, an event, and ONE log line per
+ * The one place the request path reports through: Prometheus metrics (which /guardian/stats also reads), events
+ * and logs. A fail-open is a designed path (ARCHITECTURE.md#fail-open): counted by stage, an event, and ONE log line per
  * (stage, reason) so a failing summariser does not flood the log. It also owns the background seal check that
  * sets `seal_status` and `guardian_archive_seal_ok` (never on the request path).
  */
@@ -48,7 +48,6 @@ export class Observability implements OnApplicationBootstrap, OnModuleDestroy {
     reason: string,
     ctx: { route: Route; model?: string; reqId?: string; err?: unknown },
   ): void {
-    this.state.failOpen[stage] += 1;
     this.metrics.failOpen.inc({ stage });
     this.state.emit({ kind: 'fail_open', route: ctx.route, model: ctx.model, stage, reason });
     const err =
