@@ -73,7 +73,7 @@ export default tseslint.config(
   },
   {
     // Libraries that import no other library.
-    files: ['libs/telemetry/**/*.ts', 'libs/errors/**/*.ts'],
+    files: ['libs/telemetry/**/*.ts', 'libs/errors/**/*.ts', 'libs/config/**/*.ts'],
     ignores: ['**/*.spec.ts'],
     rules: {
       'no-restricted-imports': [

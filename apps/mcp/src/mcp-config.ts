@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { z } from 'zod';
 
 import { replicaTag, resolveGuardianPaths, type GuardianPaths } from '@guardian/archive';
+import { parseToolEnv, sidecarUrl, type LogLevel } from '@guardian/config';
 
 /** What the MCP server reads from its environment, validated once at start (HOUSE rule 2). */
 export interface McpConfig {
@@ -22,23 +23,18 @@ export interface McpConfig {
   claudeProjectsDir: string;
   /** This process's replica tag for receipt file names (ARCHITECTURE.md#files). */
   replica: string;
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  logLevel: LogLevel;
 }
 
 const blankToUndefined = (value: unknown): unknown =>
   typeof value === 'string' && value.trim() === '' ? undefined : value;
 
+/** What only the tools read; the variables shared with the sidecar come from its schema (libs/config). */
 const EnvSchema = z.object({
   GUARDIAN_URL: z.preprocess(blankToUndefined, z.url().optional()),
-  GUARDIAN_PORT: z.preprocess(blankToUndefined, z.coerce.number().int().min(1).max(65535).default(8786)),
   GUARDIAN_TOKEN: z.preprocess(blankToUndefined, z.string().optional()),
-  GUARDIAN_CHARS_PER_TOKEN: z.preprocess(blankToUndefined, z.coerce.number().gt(0).default(3.5)),
   CG_CC_WINDOW: z.preprocess(blankToUndefined, z.coerce.number().int().positive().optional()),
   CLAUDE_CONFIG_DIR: z.preprocess(blankToUndefined, z.string().optional()),
-  GUARDIAN_LOG_LEVEL: z.preprocess(
-    blankToUndefined,
-    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  ),
 });
 
 /** Validates the environment; a bad value throws a ZodError naming the variable. */
@@ -47,10 +43,13 @@ export function loadMcpConfig(
   home: string,
   now = new Date(),
 ): McpConfig {
-  const parsed = EnvSchema.parse(env);
+  const parsed = {
+    ...EnvSchema.parse(env),
+    ...parseToolEnv(env, ['GUARDIAN_PORT', 'GUARDIAN_CHARS_PER_TOKEN', 'GUARDIAN_LOG_LEVEL']),
+  };
   return {
     paths: resolveGuardianPaths(env, home),
-    proxyUrl: (parsed.GUARDIAN_URL ?? `http://127.0.0.1:${parsed.GUARDIAN_PORT}`).replace(/\/+$/, ''),
+    proxyUrl: sidecarUrl({ GUARDIAN_URL: parsed.GUARDIAN_URL, GUARDIAN_PORT: String(parsed.GUARDIAN_PORT) }),
     token: parsed.GUARDIAN_TOKEN,
     charsPerToken: parsed.GUARDIAN_CHARS_PER_TOKEN,
     ccWindow: parsed.CG_CC_WINDOW,

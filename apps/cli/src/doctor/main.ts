@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 
 import { resolveGuardianPaths } from '@guardian/archive';
+import { sidecarUrl } from '@guardian/config';
 
 import { processIo } from '../common/cli-config';
 import { parseTimeoutSeconds } from '../common/cli-options';
@@ -50,21 +51,11 @@ async function runChecks(io: CliIo, opts: Options): Promise<CheckResult[]> {
   ];
 }
 
-/**
- * GUARDIAN_URL, else http://127.0.0.1:$GUARDIAN_PORT (port 8786), as every tool finds the sidecar
- * (ARCHITECTURE.md#configuration).
- */
-function defaultUrl(env: CliIo['env']): string {
-  const url = env.GUARDIAN_URL?.trim();
-  if (url) return url;
-  return `http://127.0.0.1:${env.GUARDIAN_PORT?.trim() || '8786'}`;
-}
-
 function program(io: CliIo): Command {
   return new Command()
     .name(NAME)
     .description('Check the install and a running sidecar; prints a fix for anything wrong.')
-    .option('--url <url>', 'sidecar base URL (GUARDIAN_URL)', defaultUrl(io.env))
+    .option('--url <url>', 'sidecar base URL (GUARDIAN_URL)', sidecarUrl(io.env))
     .option('--timeout <seconds>', 'wait this long for each answer', parseTimeoutSeconds, 3)
     .option('--json', 'print the checks as JSON', false)
     .exitOverride()

@@ -7,9 +7,9 @@ import {
   type BlockSource,
   type PlanInput,
 } from '@guardian/compaction';
+import type { GuardianEnv } from '@guardian/config';
 import type { MemoEntry } from '@guardian/memo';
 
-import type { GuardianEnv } from '../config/config.schema';
 import type { RequestContext } from './compaction-context';
 import { pendingStart } from './stretch-service';
 

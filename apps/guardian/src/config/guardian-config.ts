@@ -1,8 +1,7 @@
 import { homedir } from 'node:os';
 
 import { resolveGuardianPaths } from '@guardian/archive';
-
-import { envSchema, type GuardianEnv } from './config.schema';
+import { envSchema, type GuardianEnv } from '@guardian/config';
 
 /** Raised at boot when a variable is invalid; the message names the variable and what was expected. */
 export class ConfigError extends Error {
