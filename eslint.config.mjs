@@ -24,6 +24,13 @@ const ioModules = {
     '^(node:)?(fs|fs/promises|net|http|https|http2|dgram|dns|tls|child_process|cluster|os|worker_threads|process|timers|timers/promises|readline|perf_hooks)$',
   message: 'libs/compaction is pure: no I/O, processes, environment or clock.',
 };
+// ADR 0015: a code is read off an unknown value by codeOf (libs/errors) or tested with Class.is, never duck-typed.
+const noCodeDuckTyping = {
+  selector: "BinaryExpression[operator='in'][left.value='code']",
+  message:
+    "Read a code with codeOf(err) or test it with Class.is(err, code) (@guardian/errors), not 'code' in err.",
+};
+
 const noClockOrEnv = {
   'no-restricted-properties': [
     'error',
@@ -48,6 +55,8 @@ const noClockOrEnv = {
       selector: "NewExpression[callee.name='Date'][arguments.length=0]",
       message: 'libs/compaction is pure: take the time as an input.',
     },
+    // Repeated here: a file's no-restricted-syntax replaces the general one.
+    noCodeDuckTyping,
   ],
 };
 
@@ -69,7 +78,13 @@ export default tseslint.config(
       '@typescript-eslint/no-extraneous-class': 'off',
       'no-empty': ['error', { allowEmptyCatch: false }],
       'no-restricted-imports': ['error', crossProject],
+      'no-restricted-syntax': ['error', noCodeDuckTyping],
     },
+  },
+  {
+    // The one reader of a code off an unknown value.
+    files: ['libs/errors/src/coded-error.ts'],
+    rules: { 'no-restricted-syntax': 'off' },
   },
   {
     // Libraries that import no other library.

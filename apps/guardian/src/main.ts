@@ -1,5 +1,6 @@
 import { computeBudget } from '@guardian/compaction';
 import { createLogger, packageVersion, startOtelSdk } from '@guardian/telemetry';
+import { codeOf } from '@guardian/errors';
 
 import { startGuardian, type RunningGuardian } from './bootstrap';
 import { ConfigError, GuardianConfig } from './config/guardian-config';
@@ -67,7 +68,7 @@ async function main(): Promise<void> {
 
 /** Why the bind failed, in words, for the errors an operator causes by configuration; else undefined. */
 function listenFailure(err: unknown): string | undefined {
-  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  const code = codeOf(err) ?? '';
   if (code === 'EADDRINUSE')
     return 'the address is in use; set GUARDIAN_PORT to a free port or stop what holds it';
   if (code === 'EACCES')

@@ -4,6 +4,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 
 import { Receipts } from '@guardian/archive';
 import { createLogger, packageVersion } from '@guardian/telemetry';
+import { codeOf } from '@guardian/errors';
 
 import { loadMcpConfig } from './mcp-config';
 import { createGuardianMcpServer } from './server';
@@ -35,8 +36,7 @@ export async function main(): Promise<void> {
 
 if (require.main === module) {
   main().catch((err: unknown) => {
-    const code =
-      err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : 'MCP_START_FAILED';
+    const code = codeOf(err) ?? 'MCP_START_FAILED';
     process.stderr.write(
       `context-guardian-mcp: ${code}: ${err instanceof Error ? err.message : String(err)}\n`,
     );

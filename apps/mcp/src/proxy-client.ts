@@ -1,19 +1,13 @@
 import { request } from 'undici';
 
+import { CodedError } from '@guardian/errors';
+
 export type ProxyErrorCode =
   'PROXY_BAD_URL' | 'PROXY_UNREACHABLE' | 'PROXY_TIMEOUT' | 'PROXY_HTTP_STATUS' | 'PROXY_BAD_REPLY';
 
 /** A failed look at the running sidecar, with a stable code (HOUSE rule 4). */
-export class ProxyError extends Error {
+export class ProxyError extends CodedError<ProxyErrorCode> {
   override readonly name = 'ProxyError';
-
-  constructor(
-    readonly code: ProxyErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 // A stats body is a few kilobytes; anything far larger is not the sidecar.

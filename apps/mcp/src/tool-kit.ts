@@ -2,7 +2,8 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import type { Logger } from 'pino';
 import { z } from 'zod';
 
-import { isArchiveError, type ReceiptCounts, type Receipts } from '@guardian/archive';
+import { ArchiveError, type ReceiptCounts, type Receipts } from '@guardian/archive';
+import { codeOf } from '@guardian/errors';
 
 import type { McpConfig } from './mcp-config';
 
@@ -40,9 +41,7 @@ export function textResult(text: string, structured?: Record<string, unknown>): 
 }
 
 function errorCode(err: unknown): string {
-  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string')
-    return err.code;
-  return 'MCP_TOOL_FAILED';
+  return codeOf(err) ?? 'MCP_TOOL_FAILED';
 }
 
 /**
@@ -73,7 +72,7 @@ export async function unlessNoArchive(
   try {
     return await read();
   } catch (err: unknown) {
-    if (!runGiven && isArchiveError(err, 'ARCHIVE_NOT_FOUND')) {
+    if (!runGiven && ArchiveError.is(err, 'ARCHIVE_NOT_FOUND')) {
       return textResult('no archive yet: nothing has been archived (GUARDIAN_SPAN_DIR)');
     }
     throw err;

@@ -14,8 +14,3 @@ export type ArchiveErrorCode =
 export class ArchiveError extends CodedError<ArchiveErrorCode> {
   override readonly name = 'ArchiveError';
 }
-
-/** True when `err` is an ArchiveError with the given code. */
-export function isArchiveError(err: unknown, code?: ArchiveErrorCode): err is ArchiveError {
-  return ArchiveError.is(err, code);
-}

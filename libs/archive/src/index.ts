@@ -1,5 +1,5 @@
 export { ArchiveWriter, type SpanInput, type SpanKind, type SpanRef } from './archive-writer';
-export { ArchiveError, isArchiveError, type ArchiveErrorCode } from './archive-error';
+export { ArchiveError, type ArchiveErrorCode } from './archive-error';
 export {
   assertRunId,
   assertSpanNumber,

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import { z } from 'zod';
 
-import { ArchiveError, isArchiveError } from './archive-error';
+import { ArchiveError } from './archive-error';
 import { runDir, spanFileName } from './archive-paths';
 import { journalSegments, runFiles, runIds, spanNumbers } from './archive-reader';
 import { readDailyLogs } from './jsonl';
@@ -120,7 +120,8 @@ async function archiveSize(
     runs = await runIds(spanDir);
   } catch (err) {
     // No archive yet is a valid answer for receipts: zero spans, zero bytes.
-    if (isArchiveError(err, 'ARCHIVE_NOT_FOUND')) return { spans: 0, windowBytes: 0, totalBytes: 0, runs: 0 };
+    if (ArchiveError.is(err, 'ARCHIVE_NOT_FOUND'))
+      return { spans: 0, windowBytes: 0, totalBytes: 0, runs: 0 };
     throw err;
   }
   let spans = 0;

@@ -17,8 +17,3 @@ export type MemoErrorCode =
 export class MemoError extends CodedError<MemoErrorCode> {
   override readonly name = 'MemoError';
 }
-
-/** True when `err` is a MemoError with the given code. */
-export function isMemoError(err: unknown, code?: MemoErrorCode): err is MemoError {
-  return MemoError.is(err, code);
-}

@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { codeOf } from '@guardian/errors';
 import { MemoError, type MemoErrorCode } from './memo-error';
 
 /** Where the memo reports an outage and a recovery; pino's logger fits. Never given keys or values. */
@@ -128,7 +129,7 @@ export class RedisConnection {
   describe(err: unknown): MemoError {
     if (err instanceof MemoError) return err;
     const message = err instanceof Error ? err.message : String(err);
-    const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+    const code = codeOf(err) ?? '';
     const at = `Redis at ${this.target}`;
     if (message.includes('WRONGPASS')) {
       return new MemoError(

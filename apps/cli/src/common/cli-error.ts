@@ -1,14 +1,19 @@
 import { CommanderError } from 'commander';
 import { ZodError } from 'zod';
 
-import { isArchiveError } from '@guardian/archive';
+import { ArchiveError } from '@guardian/archive';
+import { CodedError, codeOf } from '@guardian/errors';
 
 import type { CliIo } from './cli-io';
 import { EXIT, type ExitCode } from './exit-codes';
 
 /** A usage error found after commander parsed the line (conflicting modes, missing term). */
-export class CliUsageError extends Error {
-  readonly code = 'CLI_USAGE';
+export class CliUsageError extends CodedError<'CLI_USAGE'> {
+  override readonly name = 'CliUsageError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CLI_USAGE', message, options);
+  }
 }
 
 /**
@@ -28,16 +33,15 @@ export function handleCliError(err: unknown, io: CliIo, name: string): ExitCode 
     );
     return EXIT.USAGE;
   }
-  if (isArchiveError(err, 'ARCHIVE_CHAIN_BROKEN')) {
+  if (ArchiveError.is(err, 'ARCHIVE_CHAIN_BROKEN')) {
     io.stderr.write(`${name}: ${err.code}: ${err.message}\n`);
     return EXIT.NONE;
   }
-  if (isArchiveError(err) || err instanceof CliUsageError) {
+  if (ArchiveError.is(err) || CliUsageError.is(err)) {
     io.stderr.write(`${name}: ${err.code}: ${err.message}\n`);
     return EXIT.USAGE;
   }
-  const code =
-    err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : 'CLI_FAILED';
+  const code = codeOf(err) ?? 'CLI_FAILED';
   io.stderr.write(`${name}: ${code}: ${err instanceof Error ? err.message : String(err)}\n`);
   return EXIT.USAGE;
 }

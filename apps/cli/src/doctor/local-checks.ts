@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 
-import { isArchiveError, verifyArchive, type GuardianPaths } from '@guardian/archive';
+import { ArchiveError, verifyArchive, type GuardianPaths } from '@guardian/archive';
 
 import { errorCode, fail, note, ok, type CheckResult } from './doctor-check';
 
@@ -67,7 +67,7 @@ export async function checkArchive(
     verdict = await verifyArchive({ spanDir: paths.spanDir, anchorDir: paths.anchorDir, onProgress });
   } catch (err: unknown) {
     // A fresh install has no span folder until the first compaction: nothing to verify is not a fault.
-    if (isArchiveError(err, 'ARCHIVE_NOT_FOUND'))
+    if (ArchiveError.is(err, 'ARCHIVE_NOT_FOUND'))
       return note('archive', `no archive yet at ${paths.spanDir}`);
     throw err;
   }

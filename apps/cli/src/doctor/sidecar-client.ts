@@ -1,19 +1,13 @@
 import { request } from 'undici';
 
+import { CodedError, codeOf } from '@guardian/errors';
+
 export type SidecarErrorCode =
   'DOCTOR_BAD_URL' | 'DOCTOR_UNREACHABLE' | 'DOCTOR_TIMEOUT' | 'DOCTOR_BAD_REPLY';
 
 /** A look at the sidecar that got no usable answer, with a stable code (HOUSE rule 4). */
-export class SidecarError extends Error {
+export class SidecarError extends CodedError<SidecarErrorCode> {
   override readonly name = 'SidecarError';
-
-  constructor(
-    readonly code: SidecarErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** A reply: its status and, when it was JSON, the parsed body. */
@@ -54,11 +48,7 @@ export async function getJson(target: SidecarTarget, path: string): Promise<Side
     if (signal.aborted) {
       throw new SidecarError('DOCTOR_TIMEOUT', `no answer within ${target.timeoutMs} ms`, { cause });
     }
-    const code =
-      typeof cause === 'object' && cause !== null && 'code' in cause && typeof cause.code === 'string'
-        ? cause.code
-        : 'connection failed';
-    throw new SidecarError('DOCTOR_UNREACHABLE', code, { cause });
+    throw new SidecarError('DOCTOR_UNREACHABLE', codeOf(cause) ?? 'connection failed', { cause });
   }
   try {
     return { status, body: text === '' ? null : JSON.parse(text) };

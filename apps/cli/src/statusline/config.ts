@@ -1,6 +1,6 @@
 // The one place the status line reads the environment (HOUSE rule 2). Names and defaults: ARCHITECTURE.md#access,
-// ARCHITECTURE.md#configuration. The status line runs on every Claude Code event, so it imports node:* and commander
-// only, not libs/config (zod): the default port is repeated here, and config.spec.ts holds it to libs/config's.
+// ARCHITECTURE.md#configuration. The status line runs on every Claude Code event, so it loads no zod, hence not
+// libs/config: the default port is repeated here, and config.spec.ts holds it to libs/config's.
 
 /** Where the status line looks for the sidecar, and the token it sends, before any flag overrides them. */
 export interface StatuslineDefaults {

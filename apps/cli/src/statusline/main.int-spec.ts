@@ -122,13 +122,21 @@ describe('context-guardian-statusline against a real HTTP server', () => {
   });
 
   it('as a process, exits with the line while its stdin pipe stays open', async () => {
-    // main.ts imports node:* and commander only, so a require hook with @swc/core runs it unbuilt, as the
-    // main module (so its own "run when executed directly" branch is what runs).
+    // main.ts imports node:*, commander and @guardian/errors (which imports nothing), so a require hook with
+    // @swc/core and the @guardian/* path mapping runs it unbuilt, as the main module (so its own "run when executed
+    // directly" branch is what runs).
     const dir = await mkdtemp(join(tmpdir(), 'cg-statusline-'));
     const hook = join(dir, 'swc-hook.js');
+    const libs = join(__dirname, '..', '..', '..', '..', 'libs');
     await writeFile(
       hook,
       `const swc = require(${JSON.stringify(require.resolve('@swc/core'))});
+      const Module = require('node:module');
+      const resolve = Module._resolveFilename;
+      Module._resolveFilename = function (request, ...rest) {
+        const lib = /^@guardian\\/([a-z-]+)$/.exec(request);
+        return resolve.call(this, lib ? ${JSON.stringify(libs)} + '/' + lib[1] + '/src/index.ts' : request, ...rest);
+      };
       require.extensions['.ts'] = (m, f) => m._compile(swc.transformFileSync(f, {
         module: { type: 'commonjs' }, jsc: { parser: { syntax: 'typescript' }, target: 'es2022' } }).code, f);`,
     );

@@ -1,6 +1,8 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 
+import { CodedError } from '@guardian/errors';
+
 // The status line runs on every prompt of the client, so it uses node:http directly: no HTTP library and no
 // validator to load (zod is the house validator, but its load time would be paid on every call).
 
@@ -21,15 +23,8 @@ export type StatuslineErrorCode =
   | 'STATUSLINE_HTTP_STATUS'
   | 'STATUSLINE_BAD_REPLY';
 
-export class StatuslineError extends Error {
-  constructor(
-    readonly code: StatuslineErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'StatuslineError';
-  }
+export class StatuslineError extends CodedError<StatuslineErrorCode> {
+  override readonly name = 'StatuslineError';
 }
 
 export interface UsageRequest {
@@ -62,7 +57,7 @@ export function fetchUsage(req: UsageRequest): Promise<Usage> {
     outgoing.on('close', () => clearTimeout(timer));
     outgoing.on('error', (err) => {
       reject(
-        err instanceof StatuslineError
+        StatuslineError.is(err)
           ? err
           : new StatuslineError('STATUSLINE_UNREACHABLE', err.message, { cause: err }),
       );
@@ -107,7 +102,7 @@ function readReply(res: IncomingMessage): Promise<Usage> {
         resolve(parseUsage(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
       } catch (err: unknown) {
         reject(
-          err instanceof StatuslineError
+          StatuslineError.is(err)
             ? err
             : new StatuslineError('STATUSLINE_BAD_REPLY', 'reply is not JSON', { cause: err }),
         );

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
-  isArchiveError,
+  ArchiveError,
   verifyArchive,
   verifyIncrement,
   verifyRun,
@@ -123,7 +123,7 @@ export class SealMonitor {
 
   private cannotRun(err: unknown): void {
     // Stopped mid-check at shutdown: nothing to report.
-    if (isArchiveError(err, 'ARCHIVE_ABORTED') || this.stopped) return;
+    if (ArchiveError.is(err, 'ARCHIVE_ABORTED') || this.stopped) return;
     // The verify could not read the archive (permissions, a volume gone): the status stays as last known and the
     // request path is unaffected; the next period tries again.
     this.opts.logger.warn(
@@ -144,7 +144,7 @@ export class SealMonitor {
         verdict = await verifyIncrement({ spanDir, from: this.cursors.get(head.run), to: head });
       } catch (err) {
         // The run's folder vanished (deleted, pruned): its writer moves on to a new run (issue 12 defect 2).
-        if (isArchiveError(err, 'ARCHIVE_NOT_FOUND')) {
+        if (ArchiveError.is(err, 'ARCHIVE_NOT_FOUND')) {
           this.cursors.delete(head.run);
           continue;
         }
@@ -174,7 +174,7 @@ export class SealMonitor {
       runs = (await verifyArchive({ spanDir, anchorDir, signal })).runs;
     } catch (err) {
       // No span folder yet: nothing has been archived, so nothing can be broken.
-      if (!isArchiveError(err, 'ARCHIVE_NOT_FOUND')) throw err;
+      if (!ArchiveError.is(err, 'ARCHIVE_NOT_FOUND')) throw err;
       runs = [];
     }
     let breaks = runs.filter((v) => v.status === 'break');

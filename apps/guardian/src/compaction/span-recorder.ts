@@ -9,6 +9,7 @@ import {
   type SpanRef,
 } from '@guardian/archive';
 import { genAiAttributes, withSpan } from '@guardian/telemetry';
+import { codeOf } from '@guardian/errors';
 
 import { Observability } from '../observability/observability';
 
@@ -102,10 +103,8 @@ export class SpanRecorder implements OnModuleDestroy {
 function errnoOf(err: unknown): string | undefined {
   let e: unknown = err;
   for (let depth = 0; depth < 4 && e; depth++) {
-    if (typeof e === 'object' && e !== null && 'code' in e && typeof e.code === 'string') {
-      const c = (e as { code: string }).code;
-      if (c.startsWith('E')) return c;
-    }
+    const c = codeOf(e);
+    if (c?.startsWith('E')) return c;
     e = e instanceof Error ? e.cause : undefined;
   }
   return undefined;

@@ -2,10 +2,15 @@ import { homedir } from 'node:os';
 
 import { resolveGuardianPaths } from '@guardian/archive';
 import { envSchema, type GuardianEnv } from '@guardian/config';
+import { CodedError } from '@guardian/errors';
 
 /** Raised at boot when a variable is invalid; the message names the variable and what was expected. */
-export class ConfigError extends Error {
-  readonly code = 'CONFIG_INVALID';
+export class ConfigError extends CodedError<'CONFIG_INVALID'> {
+  override readonly name = 'ConfigError';
+
+  constructor(message: string) {
+    super('CONFIG_INVALID', message);
+  }
 }
 
 export interface UpstreamTarget {

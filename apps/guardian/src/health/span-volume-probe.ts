@@ -3,6 +3,7 @@ import { access, statfs } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 import { Injectable } from '@nestjs/common';
+import { codeOf } from '@guardian/errors';
 
 import { GuardianConfig } from '../config/guardian-config';
 
@@ -30,7 +31,7 @@ export class SpanVolumeProbe {
       return fs.bavail * fs.bsize < FULL_BELOW_BYTES ? 'full' : 'writable';
     } catch (err) {
       // Reported, not raised: guardian defers spans on an unwritable volume (ARCHITECTURE.md#fail-open rule 3).
-      const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+      const code = codeOf(err) ?? '';
       if (code !== 'ENOENT') return 'read-only';
       return (await creatable(dir)) ? 'missing' : 'read-only';
     }
@@ -44,7 +45,7 @@ async function creatable(dir: string): Promise<boolean> {
       await access(parent, constants.W_OK);
       return true;
     } catch (err) {
-      const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+      const code = codeOf(err) ?? '';
       if (code !== 'ENOENT' || dirname(parent) === parent) return false;
     }
   }
