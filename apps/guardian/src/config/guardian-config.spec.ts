@@ -93,3 +93,36 @@ describe('GuardianConfig', () => {
     expect(load({ GUARDIAN_HOST: '0.0.0.0' }).loopbackBind).toBe(false);
   });
 });
+
+describe('GuardianConfig sections', () => {
+  it('hands each service its values, read once from the environment', () => {
+    const c = load({
+      GUARDIAN_NUM_CTX: '16384',
+      GUARDIAN_KEEP_RECENT_MESSAGES: '6',
+      GUARDIAN_SUMMARY_TIMEOUT_MS: '1234',
+      GUARDIAN_SUMMARY_MEMO: 'off',
+      GUARDIAN_REDIS_URL: 'redis://memo:6379',
+      GUARDIAN_CAPTURE: 'journal',
+      GUARDIAN_SESSION_HEADER_REQUIRED: '1',
+      GUARDIAN_ADMIN_TOKEN: 'adm',
+    });
+    expect(c.compaction).toMatchObject({
+      window: 16384,
+      threshold: 0.85,
+      keepRecent: { fraction: 0.2, messages: 6 },
+    });
+    expect(c.summariser).toMatchObject({
+      timeoutMs: 1234,
+      memo: false,
+      precompact: { threshold: 0.8, concurrency: 2 },
+    });
+    expect(c.memo).toMatchObject({
+      redisUrl: 'redis://memo:6379',
+      redisPrefix: 'guardian:',
+      lockWaitMs: 30000,
+    });
+    expect(c.archive).toEqual({ keepSpans: 500, capture: 'journal' });
+    expect(c.proxy).toMatchObject({ port: 8786, maxBodyBytes: 67108864, sessionHeaderRequired: true });
+    expect(c.access).toEqual({ adminToken: 'adm', tokensFile: undefined, tokenRequired: false });
+  });
+});

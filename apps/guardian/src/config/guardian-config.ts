@@ -4,6 +4,16 @@ import { resolveGuardianPaths } from '@guardian/archive';
 import { envSchema, type GuardianEnv } from '@guardian/config';
 import { CodedError } from '@guardian/errors';
 
+import {
+  sectionsOf,
+  type AccessSection,
+  type ArchiveSection,
+  type CompactionSection,
+  type MemoSection,
+  type ProxySection,
+  type SummariserSection,
+} from './config-sections';
+
 /** Raised at boot when a variable is invalid; the message names the variable and what was expected. */
 export class ConfigError extends CodedError<'CONFIG_INVALID'> {
   override readonly name = 'ConfigError';
@@ -48,7 +58,14 @@ function shownValue(name: string, value: string | undefined): string {
  * A class so that Nest can inject it by type.
  */
 export class GuardianConfig {
+  /** The parsed environment. Services read their section below instead (ARCHITECTURE.md#configuration). */
   readonly env: GuardianEnv;
+  readonly compaction: CompactionSection;
+  readonly summariser: SummariserSection;
+  readonly memo: MemoSection;
+  readonly archive: ArchiveSection;
+  readonly proxy: ProxySection;
+  readonly access: AccessSection;
   readonly upstream: UpstreamTarget;
   readonly paths: ReturnType<typeof resolveGuardianPaths>;
   readonly allowedHosts: string[];
@@ -68,6 +85,14 @@ export class GuardianConfig {
     raw: Record<string, string | undefined>,
   ) {
     this.env = env;
+    ({
+      compaction: this.compaction,
+      summariser: this.summariser,
+      memo: this.memo,
+      archive: this.archive,
+      proxy: this.proxy,
+      access: this.access,
+    } = sectionsOf(env));
     this.version = version;
     this.testCrashPoint = raw.GUARDIAN_TEST_CRASH_POINT || undefined;
     const base = new URL(env.GUARDIAN_UPSTREAM_URL.replace(/\/+$/, ''));
