@@ -22,8 +22,8 @@ export class CaptureService implements OnModuleDestroy {
     private readonly obs: Observability,
   ) {
     this.journal =
-      config.env.GUARDIAN_CAPTURE === 'journal'
-        ? new CaptureJournal({ archive, maxSessions: config.env.GUARDIAN_MAX_SESSIONS })
+      config.archive.capture === 'journal'
+        ? new CaptureJournal({ archive, maxSessions: config.compaction.maxSessions })
         : undefined;
   }
 

@@ -49,7 +49,7 @@ export class CompactionEngine {
 
     fillDigests(conv);
     const hashes = prefixHashes(conv.messages);
-    const planned = requestPlanInput(ctx, this.config.env, await this.stretches.lookup(ctx, hashes));
+    const planned = requestPlanInput(ctx, this.config.compaction, await this.stretches.lookup(ctx, hashes));
     const { block, memo } = planned;
     const plan = planCompaction(planned.input);
     if (plan.action === 'fits') return unchanged;

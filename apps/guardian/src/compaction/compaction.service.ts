@@ -73,7 +73,7 @@ export class CompactionService {
       // Malformed JSON is the client's to hear about from the upstream: forwarded byte for byte, never a guardian error.
       return passthrough();
     }
-    const conv = adapter.parse(json, { countTools: this.config.env.GUARDIAN_COUNT_TOOLS });
+    const conv = adapter.parse(json, { countTools: this.config.compaction.countTools });
     if (!conv) {
       // A shape the engine does not understand (a stateful Responses call, an unknown item): forwarded unchanged.
       return passthrough();
@@ -83,7 +83,7 @@ export class CompactionService {
     const session = resolveSession(input.sessionHeader, conv.model, conv.messages, firstSystem);
     if (session.ignored) this.obs.metrics.sessionHeaderIgnored.inc({ reason: session.ignored.reason });
     const dryHeader = input.headers['x-guardian-dry-run'];
-    const dryRun = this.config.env.GUARDIAN_DRY_RUN || dryHeader === '1' || dryHeader === 'true';
+    const dryRun = this.config.compaction.dryRun || dryHeader === '1' || dryHeader === 'true';
     const auth = pickAuth(requestHeadersForUpstream(input.headers));
 
     let ctx: RequestContext;

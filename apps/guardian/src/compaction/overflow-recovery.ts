@@ -89,13 +89,13 @@ export class OverflowRecovery {
     if (learnedWindow) this.windows.learn(ctx.conv.model, learnedWindow);
     if (learned.promptTokens && sent.raw > 0)
       this.counter.observe(ctx.conv.model, learned.promptTokens, sent.raw);
-    const env = this.config.env;
+    const { compaction } = this.config;
     const est = this.counter.estimate(ctx.conv);
     const aim = overflowRetryBudget({
       learned: { window: learnedWindow, promptTokens: learned.promptTokens },
       window: learnedWindow ?? ctx.window.window,
-      threshold: env.GUARDIAN_COMPACT_THRESHOLD,
-      reserveOutput: env.GUARDIAN_RESERVE_OUTPUT,
+      threshold: compaction.threshold,
+      reserveOutput: compaction.reserveOutput,
       sent,
       factor: est.counter.factor,
       rawEstimate: est.rawEstimate,

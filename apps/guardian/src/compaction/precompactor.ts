@@ -39,12 +39,12 @@ export class Precompactor implements OnModuleDestroy {
 
   /** Called once a client's answer has ended well: starts a background summary when the request was big enough. */
   consider(ctx: RequestContext, d: Decision): void {
-    const env = this.config.env;
-    const threshold = env.GUARDIAN_PRECOMPACT_THRESHOLD;
-    if (threshold <= 0 || !env.GUARDIAN_SUMMARY_MEMO || this.closing) return;
+    const { summariser } = this.config;
+    const threshold = summariser.precompact.threshold;
+    if (threshold <= 0 || !summariser.memo || this.closing) return;
     if (ctx.dryRun || ctx.reason === 'overflow' || d.outcome === 'fail_open') return;
     if (d.tokensAfter < threshold * ctx.budget.budget) return;
-    if (this.jobs.has(ctx.session.hash) || this.jobs.size >= env.GUARDIAN_PRECOMPACT_CONCURRENCY) {
+    if (this.jobs.has(ctx.session.hash) || this.jobs.size >= summariser.precompact.concurrency) {
       this.count('busy');
       return;
     }
@@ -94,7 +94,7 @@ export class Precompactor implements OnModuleDestroy {
     const latest = entries.at(-1);
     // One stretch ahead at most: a summary made ahead of need and not used yet is enough.
     if (latest?.precomputed) return 'not_needed';
-    const planned = requestPlanInput(bg, this.config.env, latest ? [latest] : []);
+    const planned = requestPlanInput(bg, this.config.compaction, latest ? [latest] : []);
     const from = planned.memo?.cut ?? 0;
     // The cut the planner will take when the request crosses its budget, a few turns from now: the keep-recent cut
     // of that request, whose kept part will hold the turns still to come. So, from the end of this request, keep

@@ -30,9 +30,9 @@ export class RequestMeasure {
   ) {}
 
   async measure(conv: ParsedConversation, adapter: FormatAdapter, auth: HeaderMap): Promise<Measured> {
-    const env = this.config.env;
+    const { compaction } = this.config;
     const window = await this.windows.windowFor(conv.model, auth);
-    const full = computeBudget(window.window, env.GUARDIAN_COMPACT_THRESHOLD, env.GUARDIAN_RESERVE_OUTPUT);
+    const full = computeBudget(window.window, compaction.threshold, compaction.reserveOutput);
     const count = await this.counter.count(conv, full.budget, auth, adapter);
     const unproven = count.source === 'estimate' && this.counter.unproven(conv.model);
     return { window, budget: marginedBudget(full, unproven), count };

@@ -71,7 +71,7 @@ export class StretchService {
    * (ARCHITECTURE.md#sessions).
    */
   async lookup(ctx: RequestContext, hashes: readonly string[]): Promise<MemoEntry[]> {
-    if (!this.config.env.GUARDIAN_SUMMARY_MEMO) return [];
+    if (!this.config.summariser.memo) return [];
     const cuts = (await this.memo.cuts(ctx.session.hash)).filter((c) => c > 0 && c < hashes.length);
     const found = await Promise.all(
       [...new Set(cuts)].map(async (cut) => {
@@ -94,7 +94,7 @@ export class StretchService {
       const m = ctx.conv.messages[i]!;
       chars += m.text.length + m.toolCalls.reduce((n, c) => n + c.args.length, 0);
     }
-    return chars >= this.config.env.GUARDIAN_MIN_TRANSCRIPT_CHARS;
+    return chars >= this.config.summariser.minTranscriptChars;
   }
 
   /**
@@ -168,7 +168,6 @@ export class StretchService {
     cut: number,
     precomputed: boolean,
   ): Promise<StretchResult> {
-    const env = this.config.env;
     const stored = (entry: MemoEntry, waited: boolean): StretchResult => ({
       entry,
       calls: 0,
@@ -178,12 +177,12 @@ export class StretchService {
       span: null,
       waited,
     });
-    const lock = await this.memo.lock(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS + 10_000);
+    const lock = await this.memo.lock(ctx.session.hash, prefixHash, this.config.memo.lockWaitMs + 10_000);
     try {
       if (!lock) {
         // Another replica is summarising this stretch: wait for its summary, else do it ourselves
         // (ARCHITECTURE.md#fail-open rule 4).
-        const theirs = await this.memo.waitFor(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS);
+        const theirs = await this.memo.waitFor(ctx.session.hash, prefixHash, this.config.memo.lockWaitMs);
         if (theirs) return stored(theirs, true);
       } else {
         // Another replica may have stored this stretch and released its lock between our lookup and our lock.
@@ -231,7 +230,7 @@ export class StretchService {
       if (precomputed) base.precomputed = true;
       if (failure) base.checkpoint = true;
       const entry = withSpans(base, memo, archived.refs);
-      if (env.GUARDIAN_SUMMARY_MEMO) await this.memo.put(ctx.session.hash, entry);
+      if (this.config.summariser.memo) await this.memo.put(ctx.session.hash, entry);
       // The summariser failed and its checkpoint may not go out now: the summarise stage fails open.
       if (!forwardNow) throw new StageFailure('summarise', failure);
       return {
@@ -259,13 +258,12 @@ export class StretchService {
     prior: string | undefined,
   ): Promise<{ result: SummaryResult; failure?: SummariseError }> {
     const { conv } = ctx;
-    const env = this.config.env;
     const maxChars = transcriptLineMaxChars({
       limitTokens: summaryPromptLimit(ctx.budget),
       summaryAllowanceTokens: maxSummaryTokens(ctx.budget),
       counter: ctx.count.counter,
     });
-    const toolArgChars = env.GUARDIAN_TOOL_ARG_CHARS;
+    const toolArgChars = this.config.summariser.toolArgChars;
     try {
       const result = await this.summariser.summarise({
         adapter: ctx.adapter,

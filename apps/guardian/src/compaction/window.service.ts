@@ -60,7 +60,7 @@ export class WindowService {
   ) {}
 
   async windowFor(model: string, headers: HeaderMap): Promise<WindowInfo> {
-    const fixed = this.config.env.GUARDIAN_NUM_CTX;
+    const fixed = this.config.compaction.window;
     if (!trackableModel(model)) {
       // Neither remembered nor asked about: such a name would only grow state and cost upstream calls.
       return fixed !== undefined
