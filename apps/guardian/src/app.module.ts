@@ -43,7 +43,7 @@ export interface GuardianModuleOptions {
 }
 
 function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Provider[] {
-  const env = config.env;
+  const { archive, compaction, memo, proxy } = config;
   return [
     { provide: GuardianConfig, useValue: config },
     { provide: GuardianLogger, useValue: logger },
@@ -57,8 +57,8 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
       useFactory: () =>
         new UpstreamClient({
           origin: config.upstream.origin,
-          timeoutSeconds: env.GUARDIAN_UPSTREAM_TIMEOUT,
-          connectTimeoutSeconds: env.GUARDIAN_UPSTREAM_CONNECT_TIMEOUT,
+          timeoutSeconds: proxy.upstreamTimeoutSeconds,
+          connectTimeoutSeconds: proxy.connectTimeoutSeconds,
           onWait: recordUpstreamWait,
         }),
     },
@@ -66,13 +66,13 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
       provide: MemoStore,
       inject: [GuardianMetrics],
       useFactory: (metrics: GuardianMetrics): MemoStore => {
-        const local = new InMemoryMemoStore({ maxSessions: env.GUARDIAN_MAX_SESSIONS });
-        if (!env.GUARDIAN_REDIS_URL) return local;
+        const local = new InMemoryMemoStore({ maxSessions: compaction.maxSessions });
+        if (!memo.redisUrl) return local;
         return new RedisMemoStore({
-          url: env.GUARDIAN_REDIS_URL,
-          prefix: env.GUARDIAN_REDIS_PREFIX,
-          ttlSeconds: env.GUARDIAN_MEMO_TTL,
-          commandTimeoutMs: env.GUARDIAN_REDIS_TIMEOUT_MS,
+          url: memo.redisUrl,
+          prefix: memo.redisPrefix,
+          ttlSeconds: memo.ttlSeconds,
+          commandTimeoutMs: memo.redisTimeoutMs,
           fallback: local,
           onError: (op) =>
             metrics.memoErrors.inc({ op: (MEMO_OPS as readonly string[]).includes(op) ? op : 'get' }),
@@ -87,10 +87,10 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
         new SealedArchive({
           spanDir: config.paths.spanDir,
           anchorDir: config.paths.anchorDir,
-          keepSpans: env.GUARDIAN_KEEP_SPANS,
+          keepSpans: archive.keepSpans,
           replica: runtime.replica,
           // One open run per session in memory, bounded like the sessions themselves.
-          maxOpenRuns: env.GUARDIAN_MAX_SESSIONS,
+          maxOpenRuns: compaction.maxSessions,
           crashPoint: config.testCrashPoint,
           onWarning: (w) =>
             logger.warn({ warning: w }, 'archive side write failed; the span itself is sealed'),

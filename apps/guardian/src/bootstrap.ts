@@ -51,7 +51,7 @@ export async function startGuardian(
   opts: { port?: number } = {},
 ): Promise<RunningGuardian> {
   const runtime = new GuardianRuntime();
-  const env = config.env;
+  const edge = config.proxy;
   // The span folder is made once at boot, so that /readyz's "missing" means it vanished later (the probe only
   // looks). A volume that cannot take it now is not fatal: spans are deferred until it can (ARCHITECTURE.md#fail-open
   // rule 3).
@@ -62,7 +62,7 @@ export async function startGuardian(
     ),
   );
   const adapter = new FastifyAdapter({
-    bodyLimit: env.GUARDIAN_MAX_BODY_BYTES,
+    bodyLimit: edge.maxBodyBytes,
     // Clients and SDKs send a request id; reuse it in logs so a request can be followed across hops.
     requestIdHeader: 'x-request-id',
     // Hand the upstream's answer back as it arrives, however long the summariser or the model takes.
@@ -80,7 +80,7 @@ export async function startGuardian(
     },
   );
   const fastify = app.getHttpAdapter().getInstance();
-  keepRawBodies(fastify, env.GUARDIAN_MAX_BODY_BYTES);
+  keepRawBodies(fastify, edge.maxBodyBytes);
   // Everything guardian does not own goes upstream: every method, every path. A plain Fastify route rather than a
   // Nest controller, because this is the hot path and Nest's per-request pipeline (guards, pipes, interceptors:
   // none used here) costs ~10% of the sidecar's CPU per request (docs/BENCHMARKS.md). Guardian's own routes are
@@ -128,13 +128,13 @@ export async function startGuardian(
   fastify.route({ method: PROXIED_METHODS, url: '/guardian/*', handler: notFound, exposeHeadRoute: false });
   fastify.route({ method: PROXIED_METHODS, url: '/', handler: forward, exposeHeadRoute: false });
   fastify.route({ method: PROXIED_METHODS, url: '/*', handler: forward, exposeHeadRoute: false });
-  await app.listen(opts.port ?? env.GUARDIAN_PORT, env.GUARDIAN_HOST);
+  await app.listen(opts.port ?? edge.port, edge.host);
   const memo = app.get(MemoStore);
   // The store logs its own warning naming the target and the cause; requests are served from the local memo.
   if (memo instanceof RedisMemoStore) await memo.connect();
   const address = fastify.server.address();
-  const port = typeof address === 'object' && address ? address.port : env.GUARDIAN_PORT;
-  const shownHost = env.GUARDIAN_HOST.includes(':') ? `[${env.GUARDIAN_HOST}]` : env.GUARDIAN_HOST;
+  const port = typeof address === 'object' && address ? address.port : edge.port;
+  const shownHost = edge.host.includes(':') ? `[${edge.host}]` : edge.host;
   return {
     app,
     url: `http://${shownHost}:${port}`,

@@ -55,7 +55,7 @@ export class GuardianController {
   @UseGuards(AccessGuard)
   @Header('cache-control', 'no-store')
   async stats(): Promise<Record<string, unknown>> {
-    const env = this.config.env;
+    const { compaction } = this.config;
     return buildStats({
       config: this.config,
       state: this.state,
@@ -63,7 +63,7 @@ export class GuardianController {
       replica: this.runtime.replica,
       memoStore: this.memo.kind,
       sessions: await this.memo.recentUsage(20),
-      budgetFor: (w) => computeBudget(w, env.GUARDIAN_COMPACT_THRESHOLD, env.GUARDIAN_RESERVE_OUTPUT).budget,
+      budgetFor: (w) => computeBudget(w, compaction.threshold, compaction.reserveOutput).budget,
     });
   }
 

@@ -28,16 +28,16 @@ export async function buildStats(args: {
     failed: await total(metrics.precompact, { outcome: 'failed' }),
     running: state.precompactRunning,
   };
-  const env = config.env;
+  const { compaction } = config;
   const last = state.lastModel ? state.windows.get(state.lastModel) : undefined;
-  const window = last?.window ?? env.GUARDIAN_NUM_CTX ?? null;
+  const window = last?.window ?? compaction.window ?? null;
   return {
     version: config.version,
     upstream: config.upstream.shown,
     replica: args.replica,
     started_at: state.startedAt,
     num_ctx: window,
-    window_source: last?.source ?? (env.GUARDIAN_NUM_CTX ? 'env' : 'detected per model'),
+    window_source: last?.source ?? (compaction.window ? 'env' : 'detected per model'),
     windows: Object.fromEntries(
       [...state.windows].map(([model, w]) => [model, { window: w.window, source: w.source }]),
     ),
@@ -74,11 +74,11 @@ export async function buildStats(args: {
     archive_deferred: await total(metrics.archiveDeferred),
     overflow_recovered: await total(metrics.overflowRecoveries, { outcome: 'ok' }),
     tokens_kept_out: state.tokensKeptOut,
-    dry_run: env.GUARDIAN_DRY_RUN,
+    dry_run: compaction.dryRun,
     keep_recent:
-      env.GUARDIAN_KEEP_RECENT_MESSAGES !== undefined
-        ? { messages: env.GUARDIAN_KEEP_RECENT_MESSAGES }
-        : { fraction: env.GUARDIAN_KEEP_RECENT_FRACTION },
+      compaction.keepRecent.messages !== undefined
+        ? { messages: compaction.keepRecent.messages }
+        : { fraction: compaction.keepRecent.fraction },
     memo_store: args.memoStore,
     upstream_status: state.upstreamStatus,
     seal_status: state.sealStatus,
