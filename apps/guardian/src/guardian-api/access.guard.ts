@@ -104,7 +104,7 @@ export class AccessGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<FastifyRequest>();
     checkHostAndOrigin(this.config, req);
-    const admin = this.config.env.GUARDIAN_ADMIN_TOKEN;
+    const admin = this.config.access.adminToken;
     if (!admin) return true;
     const raw = req.headers['x-guardian-token'];
     const token = Array.isArray(raw) ? raw[0] : raw;

@@ -75,7 +75,7 @@ export class ProxyService {
 
     // Read from the separate header lines: `req.headers` would already have joined two of them with ", ".
     const sessionHeader = readSessionHeader(req.raw.headersDistinct['x-guardian-session']);
-    if (route && this.config.env.GUARDIAN_SESSION_HEADER_REQUIRED && sessionHeader.kind !== 'value') {
+    if (route && this.config.proxy.sessionHeaderRequired && sessionHeader.kind !== 'value') {
       this.obs.metrics.requests.inc({ route, outcome: 'refused' });
       const refusal = new GuardianError(
         'GUARDIAN_SESSION_REQUIRED',
