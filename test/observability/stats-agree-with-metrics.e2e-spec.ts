@@ -2,39 +2,13 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 
 import { filler, getJson, type Json } from '../compaction/support';
+import { samples, sumOf as sum, type Sample } from '../support/prom-text';
 import { startStack, type Stack } from '../support/stack';
 
-/**
- * Issue 18: `/guardian/stats` and `/metrics` count the same things, and an operator who reads one beside the other
- * must see the same numbers. Each stats counter is read here next to the Prometheus series it reports, after real
- * sessions through the OpenAI SDK that compact, reuse a summary, carry pins, spill a paste and (with a model that
- * cannot summarise) retry a summary and fail open.
- */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-function samples(text: string): Sample[] {
-  return text
-    .split('\n')
-    .filter((l) => l && !l.startsWith('#'))
-    .map((line) => {
-      const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-      if (!m) throw new Error(`not a sample line: ${line}`);
-      const labels = Object.fromEntries(
-        [...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((kv) => [kv[1]!, kv[2]!]),
-      );
-      return { name: m[1]!, labels, value: Number(m[3]) };
-    });
-}
-
-function sum(all: Sample[], name: string, labels: Record<string, string> = {}): number {
-  return all
-    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-    .reduce((n, s) => n + s.value, 0);
-}
+// Issue 18: `/guardian/stats` and `/metrics` count the same things, and an operator who reads one beside the other
+// must see the same numbers. Each stats counter is read here next to the Prometheus series it reports, after real
+// sessions through the OpenAI SDK that compact, reuse a summary, carry pins, spill a paste and (with a model that
+// cannot summarise) retry a summary and let a checkpoint stand in.
 
 /** A conversation that grows past the 8,192-token window twice, with a pin, then a big paste in a second one. */
 async function session(stack: Stack): Promise<void> {

@@ -7,7 +7,7 @@ import { listSpans, spanFileName } from '@guardian/archive';
 
 import { writeFileAtomic } from './snapshot-store';
 import { archivedLineBytes, parseJsonOrUndefined } from './transcript-lines';
-import { isErrno } from './fs-errors';
+import { isErrno, readJsonFile } from './fs-errors';
 
 /** `route` of every capture span: how readers tell a Claude Code transcript span from a proxy span. */
 export const CAPTURE_ROUTE = 'claude-code';
@@ -44,16 +44,9 @@ export class LedgerStore {
   }
 
   async read(sessionHash: string): Promise<Ledger | null> {
-    let text: string;
-    try {
-      text = await fsp.readFile(this.file(sessionHash), 'utf8');
-    } catch (err) {
-      if (isErrno(err, 'ENOENT')) return null;
-      throw err;
-    }
-    const parsed = LedgerSchema.safeParse(parseJsonOrUndefined(text));
+    const parsed = await readJsonFile(this.file(sessionHash), LedgerSchema);
     // A damaged ledger is rebuilt from the spans, which is why it may be dropped here.
-    return parsed.success ? parsed.data : null;
+    return parsed?.success ? parsed.data : null;
   }
 
   async write(ledger: Ledger): Promise<void> {
