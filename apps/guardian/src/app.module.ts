@@ -6,6 +6,8 @@ import { InMemoryMemoStore, MemoStore, RedisMemoStore } from '@guardian/memo';
 import { GuardianMetrics, MEMO_OPS } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
 
+import { AccessPolicy } from './access/access-policy';
+import { TokenRegistry } from './access/token-registry';
 import { AnswerBookkeeping } from './compaction/answer-bookkeeping';
 import { CaptureService } from './compaction/capture.service';
 import { CompactionEngine } from './compaction/compaction-engine';
@@ -24,7 +26,7 @@ import { SummaryBreaker } from './compaction/summary-breaker';
 import { WindowService } from './compaction/window.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
-import { AccessGuard } from './guardian-api/access.guard';
+import { AccessGuard, ArchiveGuard } from './guardian-api/access.guard';
 import { GuardianController } from './guardian-api/guardian.controller';
 import { HealthController } from './health/health.controller';
 import { SpanVolumeProbe } from './health/span-volume-probe';
@@ -80,6 +82,18 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
         });
       },
     },
+    {
+      // Read at boot (a tokens file that cannot be used stops the boot), then again whenever it changes.
+      provide: TokenRegistry,
+      inject: [GuardianMetrics],
+      useFactory: (metrics: GuardianMetrics) =>
+        TokenRegistry.open({
+          file: env.GUARDIAN_TOKENS_FILE,
+          adminToken: env.GUARDIAN_ADMIN_TOKEN,
+          logger,
+          metrics,
+        }),
+    },
     { provide: ArchiveWriter, useExisting: SealedArchive },
     {
       provide: SealedArchive,
@@ -121,6 +135,8 @@ export class AppModule {
         ...infrastructure(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
         AccessGuard,
+        AccessPolicy,
+        ArchiveGuard,
         AnswerBookkeeping,
         CaptureService,
         CompactionEngine,

@@ -9,6 +9,8 @@ export function buildStats(args: {
   state: GuardianState;
   replica: string;
   memoStore: string;
+  /** Team mode: whose sessions `sessions` lists (a developer's dashboard), null for everyone's. */
+  owner: string | null;
   sessions: UsageRecord[];
   budgetFor: (window: number) => number;
 }): Record<string, unknown> {
@@ -65,6 +67,7 @@ export function buildStats(args: {
         : { fraction: env.GUARDIAN_KEEP_RECENT_FRACTION },
     memo_store: args.memoStore,
     upstream_status: state.upstreamStatus,
+    sessions_of: args.owner,
     seal_status: state.sealStatus,
     seal_checked_at: state.sealCheckedAt,
     sessions: args.sessions.map((s) => ({

@@ -12,6 +12,7 @@ import {
   type UpstreamResponse,
 } from '@guardian/upstream';
 
+import { AccessPolicy } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
 import { apiStyleOf, errorBody, ownedRoute } from '../http/api-style';
 import { CompactionService } from '../compaction/compaction.service';
@@ -33,6 +34,7 @@ export class ProxyService {
     private readonly compaction: CompactionService,
     private readonly recovery: OverflowRecovery,
     private readonly obs: Observability,
+    private readonly access: AccessPolicy,
   ) {}
 
   /**
@@ -70,6 +72,19 @@ export class ProxyService {
       if (!reply.raw.writableFinished) abort.abort();
     });
 
+    // Team mode (CONTRACTS §6): the token names the owner of the request's session, or refuses it at the door. Read
+    // from the separate header lines, like the session: two different tokens name no one.
+    const verdict = this.access.proxy(this.access.identify(req.raw.headersDistinct['x-guardian-token']));
+    if (!verdict.ok) {
+      const { status, code, message } = verdict.refusal;
+      this.obs.metrics.requests.inc({ route: route ?? 'other', outcome: 'refused' });
+      void reply
+        .status(status)
+        .header('content-type', 'application/json')
+        .send(errorBody(apiStyleOf(url, req.headers), status, code, message));
+      return;
+    }
+
     // Read from the separate header lines: `req.headers` would already have joined two of them with ", ".
     const sessionHeader = readSessionHeader(req.raw.headersDistinct['x-guardian-session']);
     if (route && this.config.env.GUARDIAN_SESSION_HEADER_REQUIRED && sessionHeader.kind !== 'value') {
@@ -101,6 +116,7 @@ export class ProxyService {
               headers: req.headers,
               body: clientBody,
               sessionHeader,
+              owner: verdict.value,
               signal: abort.signal,
               reqId: req.id,
             }),
