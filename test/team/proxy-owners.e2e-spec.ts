@@ -41,7 +41,9 @@ describe('team mode on the proxied routes (GUARDIAN_TOKEN_REQUIRED=1)', () => {
     expect((chat as InstanceType<typeof OpenAI.APIError>).code).toBe('GUARDIAN_TOKEN_REQUIRED');
     expect((chat as Error).message).toContain('X-Guardian-Token required');
 
-    const responses = await openai.responses.create({ model: 'stub-model', input: 'hi' }).catch((e: unknown) => e);
+    const responses = await openai.responses
+      .create({ model: 'stub-model', input: 'hi' })
+      .catch((e: unknown) => e);
     expect(responses).toBeInstanceOf(OpenAI.AuthenticationError);
 
     const anthropic = new Anthropic({ baseURL: stack.guardian.url, apiKey: 'sk-ant', maxRetries: 0 });
@@ -66,7 +68,10 @@ describe('team mode on the proxied routes (GUARDIAN_TOKEN_REQUIRED=1)', () => {
 
     // Every path is proxied, so every path is guarded: /v1/models too.
     const models = await fetch(`${stack.baseURL}/models`);
-    expect([models.status, ((await models.json()) as any).error.code]).toEqual([401, 'GUARDIAN_TOKEN_REQUIRED']);
+    expect([models.status, ((await models.json()) as any).error.code]).toEqual([
+      401,
+      'GUARDIAN_TOKEN_REQUIRED',
+    ]);
     expect(stack.stub.requests).toEqual([]);
 
     const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
@@ -98,7 +103,10 @@ describe('team mode on the proxied routes (GUARDIAN_TOKEN_REQUIRED=1)', () => {
 
     const runs = await readdir(join(stack.dataDir, 'spans'));
     const owners = await Promise.all(
-      runs.map(async (r) => JSON.parse(await readFile(join(stack.dataDir, 'spans', r, 'run.json'), 'utf8')).owner_hash),
+      runs.map(
+        async (r) =>
+          JSON.parse(await readFile(join(stack.dataDir, 'spans', r, 'run.json'), 'utf8')).owner_hash,
+      ),
     );
     expect(owners.sort()).toEqual([ownerHash('alice'), ownerHash('bob')].sort());
     const [logFile] = await readdir(join(stack.dataDir, 'log'));
@@ -119,19 +127,23 @@ describe('team mode on the proxied routes (GUARDIAN_TOKEN_REQUIRED=1)', () => {
   });
 
   it('forwards, logs and stores the token nowhere', async () => {
-    for (const who of ['alice', 'bob'] as const) await chatAs(stack, who, { session: 'leak', tag: `leak-${who}` });
+    for (const who of ['alice', 'bob'] as const)
+      await chatAs(stack, who, { session: 'leak', tag: `leak-${who}` });
     const forwarded = stack.stub.requests.map((r) => JSON.stringify(r.headers) + r.body.toString('utf8'));
     expect(forwarded.length).toBeGreaterThan(0);
     expect(stack.stub.requests.some((r) => r.isSummary)).toBe(true);
     for (const seen of forwarded) expect(seen).not.toMatch(/x-guardian-token/i);
     const endpoints = await Promise.all(
-      ['/guardian/stats', '/guardian/events', '/metrics', '/readyz'].map(async (p) => (await stack.get(p, 'admin')).text),
+      ['/guardian/stats', '/guardian/events', '/metrics', '/readyz'].map(
+        async (p) => (await stack.get(p, 'admin')).text,
+      ),
     );
     const files = await filesUnder(stack.dataDir);
     const stored = await Promise.all(files.map((f) => readFile(f, 'utf8')));
     expect(stored.length).toBeGreaterThan(3);
     const everything = [...forwarded, stack.logs(), ...endpoints, ...stored].join('\n');
-    for (const [who, token] of Object.entries(TOKENS)) expect([who, everything.includes(token)]).toEqual([who, false]);
+    for (const [who, token] of Object.entries(TOKENS))
+      expect([who, everything.includes(token)]).toEqual([who, false]);
     // The upstream's own credential did go upstream: that is where it belongs.
     expect(stack.stub.requests.some((r) => r.headers.authorization === 'Bearer sk-upstream-key')).toBe(true);
   });

@@ -21,7 +21,7 @@ export interface TeamStack extends Stack {
   logs(): string;
   tokensFile: string;
   /** GET on the sidecar as `who` (no token when undefined), with the JSON body. */
-  get(path: string, who?: Who | string): Promise<{ status: number; body: Record<string, any>; text: string }>;
+  get(path: string, who?: string): Promise<{ status: number; body: Record<string, any>; text: string }>;
 }
 
 /**

@@ -7,6 +7,10 @@ import { GuardianMetrics, MEMO_OPS } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
 
 import { AccessPolicy } from './access/access-policy';
+import { ArchiveController } from './archive-api/archive.controller';
+import { ArchiveReaders } from './archive-api/archive-readers';
+import { CaptureController } from './archive-api/capture.controller';
+import { CaptureIntake } from './archive-api/capture-intake';
 import { TokenRegistry } from './access/token-registry';
 import { AnswerBookkeeping } from './compaction/answer-bookkeeping';
 import { CaptureService } from './compaction/capture.service';
@@ -130,7 +134,7 @@ export class AppModule {
   static forRoot(options: GuardianModuleOptions): DynamicModule {
     return {
       module: AppModule,
-      controllers: [HealthController, GuardianController],
+      controllers: [HealthController, GuardianController, ArchiveController, CaptureController],
       providers: [
         ...infrastructure(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
@@ -138,6 +142,8 @@ export class AppModule {
         AccessPolicy,
         ArchiveGuard,
         AnswerBookkeeping,
+        ArchiveReaders,
+        CaptureIntake,
         CaptureService,
         CompactionEngine,
         CompactionService,

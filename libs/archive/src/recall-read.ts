@@ -158,7 +158,13 @@ export async function readSpan(opts: {
   let text = summary !== null && start === 0 ? `summary: ${summary}\n` : '';
   const messages: ReadMessage[] = [];
   let nextStart: number | null = null;
-  for (let i = start; i <= end; i += 1) {
+  if (text.length >= maxChars) {
+    // The summary alone fills the read (a cap set low by an API caller): no message is shown, the next read starts
+    // at the first one.
+    text = text.slice(0, maxChars);
+    nextStart = start <= end ? start : null;
+  }
+  for (let i = start; nextStart === null && i <= end; i += 1) {
     const view = viewMessage(raw[i]);
     const line = `[${i}] ${view.role}: ${view.text}\n`;
     if (text.length + line.length > maxChars) {

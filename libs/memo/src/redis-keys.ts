@@ -45,7 +45,9 @@ export class RedisKeys {
    * "recent"); one per owner in team mode beside the one of every session.
    */
   recentUsage(owner?: string): string {
-    return owner === undefined ? `${this.prefix}usage:recent` : `${this.prefix}usage:recent:${this.part(owner)}`;
+    return owner === undefined
+      ? `${this.prefix}usage:recent`
+      : `${this.prefix}usage:recent:${this.part(owner)}`;
   }
 
   private part(value: string): string {

@@ -198,7 +198,11 @@ describe('RedisMemoStore against a real Redis', () => {
     const c = await replica();
     expect((await c.getUsage(undefined, 'a'.repeat(64)))?.session).toBe('alice/laptop');
     expect((await c.recentUsage(10, 'b'.repeat(64))).map((r) => r.session)).toEqual(['bob/laptop']);
-    expect((await c.recentUsage(10)).map((r) => r.session)).toEqual(['anonymous', 'bob/laptop', 'alice/laptop']);
+    expect((await c.recentUsage(10)).map((r) => r.session)).toEqual([
+      'anonymous',
+      'bob/laptop',
+      'alice/laptop',
+    ]);
     expect(await c.getUsage(undefined, 'c'.repeat(64))).toBeUndefined();
   });
 

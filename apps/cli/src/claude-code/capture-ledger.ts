@@ -26,7 +26,6 @@ const LedgerSchema = z.object({
 });
 export type Ledger = z.infer<typeof LedgerSchema>;
 
-
 /** Per-session capture state under `claude-code/sessions/` (a cache: the spans are the truth). */
 export class LedgerStore {
   constructor(private readonly dir: string) {}

@@ -26,7 +26,8 @@ export type Verdict<T> = { ok: true; value: T } | { ok: false; refusal: AccessRe
 const INVALID: AccessRefusal = {
   status: 403,
   code: 'GUARDIAN_TOKEN_INVALID',
-  message: 'X-Guardian-Token not accepted: not a token this sidecar knows (withdrawn, mistyped, or sent twice)',
+  message:
+    'X-Guardian-Token not accepted: not a token this sidecar knows (withdrawn, mistyped, or sent twice)',
 };
 
 /**
@@ -75,7 +76,8 @@ export class AccessPolicy {
   metadata(caller: Caller): Verdict<Viewer> {
     if (caller.kind === 'rejected') return this.refuse(INVALID, 'token_invalid');
     if (caller.kind === 'developer') return { ok: true, value: ownerView(caller) };
-    if (caller.kind === 'admin' || !this.registry.adminConfigured) return { ok: true, value: { kind: 'all' } };
+    if (caller.kind === 'admin' || !this.registry.adminConfigured)
+      return { ok: true, value: { kind: 'all' } };
     return this.refuse(
       { status: 401, code: 'GUARDIAN_TOKEN_REQUIRED', message: 'X-Guardian-Token required' },
       'token_required',

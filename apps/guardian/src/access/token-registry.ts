@@ -106,7 +106,9 @@ export class TokenRegistry {
       return { kind: 'admin', owner: ADMIN_OWNER, ownerHash: ADMIN_HASH };
     // A map keyed by the digest: the lookup reveals nothing about how close a guess came to a real token.
     const owner = this.set.owners.get(digest);
-    return owner === undefined ? { kind: 'rejected' } : { kind: 'developer', owner, ownerHash: ownerHash(owner) };
+    return owner === undefined
+      ? { kind: 'rejected' }
+      : { kind: 'developer', owner, ownerHash: ownerHash(owner) };
   }
 
   /** Waits for a reload in progress (tests, shutdown). */
@@ -128,7 +130,9 @@ export class TokenRegistry {
   private check(text: string): TokenSet {
     const set = parseTokensFile(text);
     if (this.adminDigest !== undefined && set.owners.has(this.adminDigest.toString('hex')))
-      throw new TokensFileError('a token in the file is GUARDIAN_ADMIN_TOKEN; give developers tokens of their own');
+      throw new TokensFileError(
+        'a token in the file is GUARDIAN_ADMIN_TOKEN; give developers tokens of their own',
+      );
     return set;
   }
 

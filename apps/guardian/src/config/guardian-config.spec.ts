@@ -55,7 +55,9 @@ describe('GuardianConfig', () => {
 
   it('refuses GUARDIAN_TOKEN_REQUIRED=1 without GUARDIAN_TOKENS_FILE: no developer could ever get in', () => {
     expect(() => load({ GUARDIAN_TOKEN_REQUIRED: '1' })).toThrow(/needs GUARDIAN_TOKENS_FILE/);
-    expect(load({ GUARDIAN_TOKEN_REQUIRED: '1', GUARDIAN_TOKENS_FILE: '/run/secrets/tokens' }).env).toMatchObject({
+    expect(
+      load({ GUARDIAN_TOKEN_REQUIRED: '1', GUARDIAN_TOKENS_FILE: '/run/secrets/tokens' }).env,
+    ).toMatchObject({
       GUARDIAN_TOKEN_REQUIRED: true,
     });
   });

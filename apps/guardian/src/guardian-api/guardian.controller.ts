@@ -171,7 +171,7 @@ function usageOwner(viewer: Viewer, query: string | string[] | undefined): strin
   if (viewer.kind === 'owner') {
     if (query !== undefined && query !== viewer.owner)
       throw new HttpException(
-        { code: 'GUARDIAN_BAD_OWNER', message: "a developer token reads its own usage: leave out owner" },
+        { code: 'GUARDIAN_BAD_OWNER', message: 'a developer token reads its own usage: leave out owner' },
         400,
       );
     return viewer.owner;

@@ -1,0 +1,27 @@
+export type {
+  CaptureAnswer,
+  CaptureRequest,
+  DigestsAnswer,
+  ErrorAnswer,
+  HeadsAnswer,
+  ReadAnswer,
+  ReadyAnswer,
+  ReceiptsAnswer,
+  RunsAnswer,
+  SavingsAnswer,
+  SealAnswer,
+  SearchAnswer,
+  SpansAnswer,
+  StatsAnswer,
+  StatsSession,
+  UsageAnswer,
+} from './api-types';
+export {
+  GuardianClient,
+  GuardianClientError,
+  type ClientErrorCode,
+  type GuardianClientOptions,
+  type Query,
+  type RawReply,
+} from './guardian-client';
+export { RemoteArchive } from './remote-archive';

@@ -1,0 +1,86 @@
+import type {
+  ArchiveSource,
+  ChainHead,
+  DigestsRequest,
+  PageRequest,
+  ReadSpanRequest,
+  RunsPage,
+  SealReport,
+  SealRequest,
+  SearchRequest,
+  SpansPage,
+} from '@guardian/archive';
+
+import type {
+  DigestsAnswer,
+  HeadsAnswer,
+  ReadAnswer,
+  ReceiptsAnswer,
+  SavingsAnswer,
+  SearchAnswer,
+} from './api-types';
+import type { GuardianClient } from './guardian-client';
+
+/**
+ * The archive read through the sidecar's `/guardian/archive/*` API (team mode): the same {@link ArchiveSource} the
+ * tools read locally, so they print the same output. The sidecar scopes every answer to the token's owner, bounds
+ * it (pages, a result cap, a search time limit), and records the recall receipts.
+ */
+export class RemoteArchive implements ArchiveSource {
+  constructor(private readonly client: GuardianClient) {}
+
+  runs(page: PageRequest<string> = {}): Promise<RunsPage> {
+    return this.client.getJson<RunsPage>('guardian/archive/runs', { after: page.after, limit: page.limit });
+  }
+
+  spans(run: string, page: PageRequest<number> = {}): Promise<SpansPage> {
+    return this.client.getJson<SpansPage>(`guardian/archive/runs/${encodeURIComponent(run)}/spans`, {
+      after: page.after,
+      limit: page.limit,
+    });
+  }
+
+  readSpan(req: ReadSpanRequest): Promise<ReadAnswer> {
+    return this.client.getJson<ReadAnswer>(
+      `guardian/archive/runs/${encodeURIComponent(req.run)}/spans/${encodeURIComponent(String(req.index))}`,
+      { start: req.start, end: req.end, max_chars: req.maxChars },
+    );
+  }
+
+  digests(req: DigestsRequest): Promise<DigestsAnswer> {
+    return this.client.getJson<DigestsAnswer>('guardian/archive/digests', {
+      run: req.run,
+      max: req.max,
+      max_tokens: req.maxTokens,
+    });
+  }
+
+  search(req: SearchRequest): Promise<SearchAnswer> {
+    return this.client.getJson<SearchAnswer>('guardian/archive/search', {
+      term: req.term,
+      run: req.run,
+      session: req.session,
+      max: req.max,
+    });
+  }
+
+  seal(req: SealRequest): Promise<SealReport> {
+    return this.client.getJson<SealReport>('guardian/archive/seal', {
+      run: req.run,
+      after: req.after,
+      limit: req.limit,
+    });
+  }
+
+  async heads(): Promise<ChainHead[]> {
+    return (await this.client.getJson<HeadsAnswer>('guardian/archive/heads')).heads;
+  }
+
+  receipts(req: { since: string }): Promise<ReceiptsAnswer> {
+    return this.client.getJson<ReceiptsAnswer>('guardian/archive/receipts', { since: req.since });
+  }
+
+  savings(req: { since: string }): Promise<SavingsAnswer> {
+    return this.client.getJson<SavingsAnswer>('guardian/archive/savings', { since: req.since });
+  }
+}
