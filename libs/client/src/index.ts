@@ -25,3 +25,4 @@ export {
   type RawReply,
 } from './guardian-client';
 export { RemoteArchive } from './remote-archive';
+export { sidecarTarget, type SidecarTarget } from './sidecar-target';

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 
-import { assertRunId, listDigests } from '@guardian/archive';
+import { assertRunId } from '@guardian/archive';
 
 import {
   DATA_LABEL,
@@ -32,8 +32,7 @@ export function registerListDigests(server: McpServer, ctx: ToolContext): void {
     ({ run, max, max_tokens }) =>
       guarded(ctx, 'list_digests', () =>
         unlessNoArchive(async () => {
-          const { entries, text, truncated } = await listDigests({
-            spanDir: ctx.config.paths.spanDir,
+          const { entries, text, truncated } = await ctx.archive.digests({
             run: run === undefined ? undefined : assertRunId(run),
             max,
             maxTokens: max_tokens,
