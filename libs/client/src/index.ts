@@ -26,3 +26,4 @@ export {
 } from './guardian-client';
 export { RemoteArchive } from './remote-archive';
 export { sidecarTarget, type SidecarTarget } from './sidecar-target';
+export { ARCHIVE_API_LIMITS } from './api-limits';

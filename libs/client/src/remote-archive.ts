@@ -19,7 +19,13 @@ import type {
   SavingsAnswer,
   SearchAnswer,
 } from './api-types';
+import { ARCHIVE_API_LIMITS } from './api-limits';
 import type { GuardianClient } from './guardian-client';
+
+/** A count asked of the API, within its cap (the API answers 400 past it; the tools say "N more" instead). */
+function capped(value: number | undefined, bounds: { max: number }): number | undefined {
+  return value === undefined ? undefined : Math.min(value, bounds.max);
+}
 
 /**
  * The archive read through the sidecar's `/guardian/archive/*` API (team mode): the same {@link ArchiveSource} the
@@ -43,15 +49,15 @@ export class RemoteArchive implements ArchiveSource {
   readSpan(req: ReadSpanRequest): Promise<ReadAnswer> {
     return this.client.getJson<ReadAnswer>(
       `guardian/archive/runs/${encodeURIComponent(req.run)}/spans/${encodeURIComponent(String(req.index))}`,
-      { start: req.start, end: req.end, max_chars: req.maxChars },
+      { start: req.start, end: req.end, max_chars: capped(req.maxChars, ARCHIVE_API_LIMITS.readChars) },
     );
   }
 
   digests(req: DigestsRequest): Promise<DigestsAnswer> {
     return this.client.getJson<DigestsAnswer>('guardian/archive/digests', {
       run: req.run,
-      max: req.max,
-      max_tokens: req.maxTokens,
+      max: capped(req.max, ARCHIVE_API_LIMITS.digests),
+      max_tokens: capped(req.maxTokens, ARCHIVE_API_LIMITS.digestTokens),
     });
   }
 
@@ -60,7 +66,7 @@ export class RemoteArchive implements ArchiveSource {
       term: req.term,
       run: req.run,
       session: req.session,
-      max: req.max,
+      max: capped(req.max, ARCHIVE_API_LIMITS.searchHits),
     });
   }
 

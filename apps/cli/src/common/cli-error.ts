@@ -2,6 +2,7 @@ import { CommanderError } from 'commander';
 import { ZodError } from 'zod';
 
 import { isArchiveError } from '@guardian/archive';
+import { GuardianClientError } from '@guardian/client';
 
 import type { CliIo } from './cli-io';
 import { EXIT, type ExitCode } from './exit-codes';
@@ -32,7 +33,9 @@ export function handleCliError(err: unknown, io: CliIo, name: string): ExitCode 
     io.stderr.write(`${name}: ${err.code}: ${err.message}\n`);
     return EXIT.NONE;
   }
-  if (isArchiveError(err) || err instanceof CliUsageError) {
+  // Read through the sidecar, the archive answers the same codes (ARCHIVE_NOT_FOUND, ARCHIVE_BAD_ID...); a refused
+  // token or an unreachable sidecar is a usage problem too: exit 2 with the reason.
+  if (isArchiveError(err) || err instanceof CliUsageError || err instanceof GuardianClientError) {
     io.stderr.write(`${name}: ${err.code}: ${err.message}\n`);
     return EXIT.USAGE;
   }
