@@ -13,4 +13,3 @@ export const ARCHIVE_API_LIMITS = {
   /** A search over a big shared volume answers within this, `complete: false` when it had to stop. */
   searchMs: 5000,
 } as const;
-

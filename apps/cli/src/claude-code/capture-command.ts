@@ -10,13 +10,7 @@ import { captureRunName, ccPaths, type HookIo } from './hook-io';
 import type { HookLog } from './hook-log';
 import { buildSnapshot, isEmptySnapshot, renderSnapshot } from './snapshot';
 import { SnapshotStore } from './snapshot-store';
-import {
-  archivedLine,
-  isRecord,
-  readCompleteLines,
-  readTailLines,
-  type LineBatch,
-} from './transcript-lines';
+import { archivedLine, isRecord, readCompleteLines, readTailLines, type LineBatch } from './transcript-lines';
 
 export interface CaptureContext {
   io: HookIo;

@@ -12,7 +12,13 @@ import { progress, type CliIo } from '../common/cli-io';
 import type { ExitCode } from '../common/exit-codes';
 import { pruneCommand, reindexCommand, repairCommand, sealExistingCommand } from './maintenance-command';
 import type { RecallContext } from './recall-context';
-import { MAINTENANCE_MODES, RecallFlagsSchema, pickMode, type RecallFlags, type RecallMode } from './recall-options';
+import {
+  MAINTENANCE_MODES,
+  RecallFlagsSchema,
+  pickMode,
+  type RecallFlags,
+  type RecallMode,
+} from './recall-options';
 import { receiptsCommand, savingsCommand } from './report-command';
 import { searchCommand } from './search-command';
 import { headsCommand, verifyCommand } from './verify-command';
@@ -96,7 +102,9 @@ function openArchive(
   const target = sidecarTarget(io.env, flags.url);
   if (MAINTENANCE_MODES.includes(mode)) {
     if (flags.url !== undefined)
-      throw new CliUsageError(`--${mode} changes the archive: run it where the span folder is, without --url`);
+      throw new CliUsageError(
+        `--${mode} changes the archive: run it where the span folder is, without --url`,
+      );
   } else if (target.remote) {
     const client = new GuardianClient({ url: target.url, token: target.token, timeoutMs: REMOTE_TIMEOUT_MS });
     return { archive: new RemoteArchive(client), where: target.url };

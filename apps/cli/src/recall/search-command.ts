@@ -21,7 +21,8 @@ export async function searchCommand(ctx: RecallContext, term: string): Promise<E
     }
     if (total > hits.length) ctx.io.stdout.write(`(${total - hits.length} more; --max to see more)\n`);
     // Through the sidecar a search stops at its time limit (docs/team.md "Bounds").
-    if (!complete) ctx.io.stdout.write('(the search stopped at its time limit: results are partial; add --run)\n');
+    if (!complete)
+      ctx.io.stdout.write('(the search stopped at its time limit: results are partial; add --run)\n');
   }
   return hits.length > 0 ? EXIT.OK : EXIT.NONE;
 }
