@@ -2,13 +2,10 @@ import fc from 'fast-check';
 
 import { requestChars } from '@guardian/compaction';
 
-import { anthropicAdapter } from '../../apps/guardian/src/compaction/formats/anthropic.adapter';
-import { chatAdapter } from '../../apps/guardian/src/compaction/formats/chat.adapter';
-import type {
-  FormatAdapter,
-  ParsedConversation,
-} from '../../apps/guardian/src/compaction/formats/format-adapter';
-import { responsesAdapter } from '../../apps/guardian/src/compaction/formats/responses.adapter';
+import { anthropicAdapter } from '../../apps/guardian/src/formats/anthropic.adapter';
+import { chatAdapter } from '../../apps/guardian/src/formats/chat.adapter';
+import type { FormatAdapter, ParsedConversation } from '../../apps/guardian/src/formats/format-adapter';
+import { responsesAdapter } from '../../apps/guardian/src/formats/responses.adapter';
 import { checkAnthropic, checkResponses, FENCE_TITLE } from '../formats/support/checks';
 import { plantedLedger, simulate, type SimSettings } from '../support/compaction-sim';
 import {

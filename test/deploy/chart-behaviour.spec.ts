@@ -1,5 +1,5 @@
 // What an operator relies on in the rendered chart: where guardian runs, what it mounts, what it may
-// reach, and that values map 1:1 onto the variables of CONTRACTS §7.
+// reach, and that values map 1:1 onto the variables of ARCHITECTURE.md#configuration.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';

@@ -7,7 +7,7 @@ import { REPO_ROOT } from './helm';
 
 const read = (path: string): string => readFileSync(join(REPO_ROOT, path), 'utf8');
 
-/** Every variable of CONTRACTS §7, which .env.example must document. */
+/** Every variable of ARCHITECTURE.md#configuration, which .env.example must document. */
 const CONTRACT_VARIABLES = [
   'GUARDIAN_UPSTREAM_URL',
   'GUARDIAN_HOST',
@@ -86,7 +86,7 @@ describe('.env.example', () => {
   const text = read('.env.example');
   const documented = new Set([...text.matchAll(/^#? ?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1]));
 
-  it('documents every variable of CONTRACTS §7', () => {
+  it('documents every variable of ARCHITECTURE.md#configuration', () => {
     expect(CONTRACT_VARIABLES.filter((v) => !documented.has(v))).toEqual([]);
   });
 

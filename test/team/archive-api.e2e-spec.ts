@@ -274,7 +274,7 @@ describe('the recall API without tokens', () => {
     const body = (await res.json()) as any;
     expect([res.status, body.error.code]).toEqual([401, 'GUARDIAN_TOKEN_REQUIRED']);
     expect(body.error.message).toContain('set GUARDIAN_TOKENS_FILE or GUARDIAN_ADMIN_TOKEN');
-    // Metadata stays open there, as before (CONTRACTS §6).
+    // Metadata stays open there, as before (ARCHITECTURE.md#access).
     expect((await fetch(`http://127.0.0.1:${port}/guardian/stats`)).status).toBe(200);
   });
 });

@@ -8,7 +8,7 @@ import { ownerHash } from '@guardian/archive';
 
 import { chatAs, startTeamStack, TOKENS, type TeamStack } from './support';
 
-// Issue 15 item 1 (CONTRACTS §1, §6): a token names the owner of a request; with GUARDIAN_TOKEN_REQUIRED=1 a proxied
+// Issue 15 item 1 (ARCHITECTURE.md#sessions, #access): a token names the owner of a request; with GUARDIAN_TOKEN_REQUIRED=1 a proxied
 // request needs one; the session becomes `<owner>/<X-Guardian-Session>`, so one header value under two tokens is two
 // sessions that share no summary, usage or run; and the token itself goes nowhere.
 

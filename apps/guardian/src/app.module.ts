@@ -109,6 +109,7 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
           replica: runtime.replica,
           // One open run per session in memory, bounded like the sessions themselves.
           maxOpenRuns: env.GUARDIAN_MAX_SESSIONS,
+          crashPoint: config.testCrashPoint,
           onWarning: (w) =>
             logger.warn({ warning: w }, 'archive side write failed; the span itself is sealed'),
         }),

@@ -15,7 +15,9 @@ import { ProxyService } from './proxy/proxy.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
 import { HostGate } from './guardian-api/access.guard';
-import { apiStyleOf, errorBody, ownedRoute } from './http/api-style';
+import { apiStyleOf } from './http/api-style';
+import { GuardianError, sendHttpError } from './http/http-error';
+import { ownedRoute } from './formats/owned-route';
 import { keepRawBodies } from './http/raw-body';
 import { Observability } from './observability/observability';
 import type { GuardianLogger } from './observability/guardian-logger';
@@ -51,7 +53,8 @@ export async function startGuardian(
   const runtime = new GuardianRuntime();
   const env = config.env;
   // The span folder is made once at boot, so that /readyz's "missing" means it vanished later (the probe only
-  // looks). A volume that cannot take it now is not fatal: spans are deferred until it can (CONTRACTS §2.3).
+  // looks). A volume that cannot take it now is not fatal: spans are deferred until it can (ARCHITECTURE.md#fail-open
+  // rule 3).
   await mkdir(config.paths.spanDir, { recursive: true, mode: 0o700 }).catch((err: unknown) =>
     logger.warn(
       { err: err instanceof Error ? err.message : String(err) },
@@ -87,18 +90,15 @@ export async function startGuardian(
   // static and win over the wildcard.
   // Guardian's own endpoints count as route "guardian" (the proxy path counts its own outcomes).
   const metrics = app.get(GuardianMetrics);
-  // DNS rebinding (CONTRACTS §6): on a loopback bind every route checks Host and Origin before anything else runs,
-  // the proxied ones included; a refused request is never read, parsed or forwarded.
+  // DNS rebinding (ARCHITECTURE.md#access): on a loopback bind every route checks Host and Origin before anything
+  // else runs, the proxied ones included; a refused request is never read, parsed or forwarded.
   const gate = new HostGate(config);
   fastify.addHook('onRequest', (req, reply, done) => {
     const refusal = gate.verdict(req.method, req.headers);
     if (!refusal) return done();
     if (!isOwnEndpoint(req.url))
       metrics.requests.inc({ route: ownedRoute(req.method, req.url) ?? 'other', outcome: 'refused' });
-    void reply
-      .status(refusal.status)
-      .header('content-type', 'application/json')
-      .send(errorBody(apiStyleOf(req.url, req.headers), refusal.status, refusal.code, refusal.message));
+    void sendHttpError(reply, refusal, apiStyleOf(req.url, req.headers));
   });
   // Once shutting down, every answer not yet started tells the client to close its connection, so no kept-alive
   // socket holds the process until the grace ends and no client reuses one that is about to go.
@@ -119,15 +119,14 @@ export async function startGuardian(
     await proxy.handle(req, reply);
     return reply;
   };
-  // `/guardian/*` is guardian's own namespace (CONTRACTS §5): a path there it does not serve (or a method it does not
-  // take) is its own 404, never the upstream's business. Its static routes win over this wildcard.
+  // `/guardian/*` is guardian's own namespace (ARCHITECTURE.md#http-surface): a path there it does not serve (or a
+  // method it does not take) is its own 404, never the upstream's business. Its static routes win over this wildcard.
   const notFound = async (req: FastifyRequest, reply: FastifyReply) =>
-    reply
-      .status(404)
-      .header('content-type', 'application/json')
-      .send(
-        errorBody(apiStyleOf(req.url, req.headers), 404, 'GUARDIAN_NOT_FOUND', 'no such guardian endpoint'),
-      );
+    sendHttpError(
+      reply,
+      new GuardianError('GUARDIAN_NOT_FOUND', 'no such guardian endpoint', 404),
+      apiStyleOf(req.url, req.headers),
+    );
   fastify.route({ method: PROXIED_METHODS, url: '/guardian', handler: notFound, exposeHeadRoute: false });
   fastify.route({ method: PROXIED_METHODS, url: '/guardian/*', handler: notFound, exposeHeadRoute: false });
   fastify.route({ method: PROXIED_METHODS, url: '/', handler: forward, exposeHeadRoute: false });

@@ -38,7 +38,7 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
   });
   const transport = new StdioServerTransport();
   await server.connect(transport);
-  // The mode and the sidecar's URL, never the token (CONTRACTS §6).
+  // The mode and the sidecar's URL, never the token (ARCHITECTURE.md#access).
   logger.info(
     { tools: 7, archive: config.remote ? config.proxyUrl : 'local' },
     'context-guardian-mcp serving on stdio',

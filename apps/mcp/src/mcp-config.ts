@@ -1,18 +1,19 @@
-import { createHash } from 'node:crypto';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { z } from 'zod';
 
-import { resolveGuardianPaths, type GuardianPaths } from '@guardian/archive';
+import { replicaTag, resolveGuardianPaths, type GuardianPaths } from '@guardian/archive';
 import { sidecarTarget } from '@guardian/client';
 
 /** What the MCP server reads from its environment, validated once at start (HOUSE rule 2). */
 export interface McpConfig {
   paths: GuardianPaths;
-  /** The sidecar's base URL: `--url`, else GUARDIAN_URL, else http://127.0.0.1:$GUARDIAN_PORT (CONTRACTS §6-§7). */
+  /**
+   * The sidecar's base URL: `--url`, else GUARDIAN_URL, else http://127.0.0.1:$GUARDIAN_PORT (ARCHITECTURE.md#access,
+   * ARCHITECTURE.md#configuration).
+   */
   proxyUrl: string;
-  /** Sent as X-Guardian-Token, never logged (CONTRACTS §6). */
+  /** Sent as X-Guardian-Token, never logged (ARCHITECTURE.md#access). */
   token: string | undefined;
   /** Team mode: the archive tools read through the sidecar (`--url`, or GUARDIAN_URL with GUARDIAN_TOKEN). */
   remote: boolean;
@@ -22,7 +23,7 @@ export interface McpConfig {
   ccWindow: number | undefined;
   /** Where Claude Code keeps its transcripts: $CLAUDE_CONFIG_DIR or ~/.claude, then `projects/`. */
   claudeProjectsDir: string;
-  /** This process's replica tag for receipt file names (CONTRACTS §4). */
+  /** This process's replica tag for receipt file names (ARCHITECTURE.md#files). */
   replica: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -67,12 +68,4 @@ export function loadMcpConfig(
     replica: replicaTag(now),
     logLevel: parsed.GUARDIAN_LOG_LEVEL,
   };
-}
-
-/** First 8 hex of sha256(hostname, pid, start time), as every guardian process tags itself (CONTRACTS §4). */
-function replicaTag(now: Date): string {
-  return createHash('sha256')
-    .update(`${os.hostname()}\n${process.pid}\n${now.toISOString()}`)
-    .digest('hex')
-    .slice(0, 8);
 }

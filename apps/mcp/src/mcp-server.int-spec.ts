@@ -8,6 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 
 import { ownerHash, SealedArchive, sha256Hex } from '@guardian/archive';
+import { RECALL_TOOL_NAMES } from '@guardian/compaction';
 import { createLogger } from '@guardian/telemetry';
 
 import { startStack } from '../../../test/support/stack';
@@ -210,6 +211,8 @@ describe.each([
       'read_span',
       'search_spans',
     ]);
+    // The sidecar counts a model's calls to exactly these tools for the receipts: one list serves both.
+    expect([...RECALL_TOOL_NAMES].sort()).toEqual(tools.map((t) => t.name).sort());
     for (const tool of tools) {
       expect(tool.annotations).toMatchObject({
         readOnlyHint: true,

@@ -17,6 +17,7 @@ export {
 export { CaptureJournal, type CaptureJournalOptions } from './capture-journal';
 export { CompactionLog, type CompactionLogInput, type CompactionLogLine } from './compaction-log';
 export { Receipts, type ReceiptCounts } from './receipts';
+export { replicaTag } from './replica-tag';
 export { listRuns, listSpans, type RunSummary, type SpanListing } from './archive-reader';
 export {
   listDigests,

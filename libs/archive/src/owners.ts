@@ -17,7 +17,7 @@ export function ownerHash(owner: string): string {
 /**
  * The stored form of a session key. An owned session hashes under a domain of its own with the owner apart from the
  * value, so no header value sent without a token (`alice/s1`, say) can hash to alice's session `s1`: a guessed header
- * never crosses owners (CONTRACTS §1).
+ * never crosses owners (ARCHITECTURE.md#sessions).
  */
 export function sessionHash(key: string, owner?: string): string {
   return owner === undefined

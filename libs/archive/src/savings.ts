@@ -81,7 +81,7 @@ export async function savingsSummary(opts: {
     chars_returned: 0,
   };
   for (const row of rows) {
-    // A dry run forwards the request unchanged, so it saved nothing (seed "Prove it"; CONTRACTS §3).
+    // A dry run forwards the request unchanged, so it saved nothing (seed "Prove it"; ARCHITECTURE.md#compaction).
     if (row.dry_run) continue;
     if (owner !== undefined && row.owner_hash !== owner) continue;
     if (row.evicted_messages > 0) out.compactions += 1;

@@ -15,12 +15,12 @@ export interface SealedArchiveOptions {
   anchorDir?: string | null;
   /** GUARDIAN_KEEP_SPANS: spans kept per run; the newest is never pruned. */
   keepSpans: number;
-  /** This process's replica tag (CONTRACTS §4). */
+  /** This process's replica tag (ARCHITECTURE.md#files). */
   replica: string;
   now?: () => Date;
   /** Test-only: `after-span-fsync` | `after-rename` | `mid-chain-line`, optionally `@N` for the N-th write. */
   crashPoint?: string;
-  /** Capture journal segment size; 2 MB by default (CONTRACTS §4). */
+  /** Capture journal segment size; 2 MB by default (ARCHITECTURE.md#files). */
   journalSegmentBytes?: number;
   /**
    * Runs kept open at once, least recently written first out (GUARDIAN_MAX_SESSIONS in the sidecar): each open run
@@ -30,7 +30,10 @@ export interface SealedArchiveOptions {
   maxOpenRuns?: number;
   /** Called when a derived write (index, anchor, prune) fails after the span was sealed. */
   onWarning?: (warning: ArchiveWarning) => void;
-  /** Names a new run; default `<yyyymmdd-HHMMSS>-<session hash 8>-<replica>` (Claude Code capture: `cc-...`, CONTRACTS §4). */
+  /**
+   * Names a new run; default `<yyyymmdd-HHMMSS>-<session hash 8>-<replica>` (Claude Code capture: `cc-...`,
+   * ARCHITECTURE.md#files).
+   */
   runName?: (ctx: { stamp: string; sessionHash: string; replica: string }) => string;
 }
 
@@ -64,7 +67,7 @@ function utcStamp(date: Date): string {
 /**
  * Writes spans into sealed runs: one run per session per process, spans numbered from 0001, each sealed in
  * the run's hash chain and indexed (docs/ARCHIVE_FORMAT.md). A write lands whole or throws ARCHIVE_WRITE_FAILED;
- * the caller then defers the span (CONTRACTS §2.3).
+ * the caller then defers the span (ARCHITECTURE.md#fail-open rule 3).
  */
 export class SealedArchive extends ArchiveWriter {
   private readonly runs = new Map<string, Promise<RunWriter>>();
@@ -80,7 +83,7 @@ export class SealedArchive extends ArchiveWriter {
     super();
     this.now = opts.now ?? (() => new Date());
     // Test-only crash points may also come from the environment so a child process can be armed.
-    this.crash = parseCrashPoint(opts.crashPoint ?? process.env.GUARDIAN_TEST_CRASH_POINT);
+    this.crash = parseCrashPoint(opts.crashPoint);
   }
 
   override async write(input: SpanInput): Promise<SpanRef> {
@@ -146,7 +149,7 @@ export class SealedArchive extends ArchiveWriter {
       } catch (cause) {
         const vanished = await runVanished(writer);
         if (vanished) this.vanished.add(writer.run);
-        // A torn run is never written again; the next write opens a fresh run (CONTRACTS §4, --repair).
+        // A torn run is never written again; the next write opens a fresh run (ARCHITECTURE.md#files, --repair).
         if ((vanished || writer.poisoned) && this.runs.get(key) === pending) this.runs.delete(key);
         if (vanished && attempt === 1) continue;
         throw new ArchiveError('ARCHIVE_WRITE_FAILED', `${what} not written to run ${writer.run}`, { cause });

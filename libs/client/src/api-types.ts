@@ -11,7 +11,7 @@ import type {
 } from '@guardian/archive';
 
 /**
- * The bodies guardian's own endpoints answer (CONTRACTS §5, docs/team.md), one type each. The sidecar's controllers
+ * The bodies guardian's own endpoints answer (ARCHITECTURE.md#http-surface, docs/team.md), one type each. The sidecar's controllers
  * declare them as their return types and the tools read them through {@link GuardianClient}, so a field renamed on
  * one side does not compile on the other.
  */

@@ -1,10 +1,12 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 
+import { CodedError } from '@guardian/errors';
+
 import type { CaptureAnswer, CaptureRequest, ReadyAnswer, StatsAnswer, UsageAnswer } from './api-types';
 
-// The status line runs on every prompt of a client and imports this file, so it uses node:http and node:https and
-// nothing else at run time (no HTTP library, no validator: zod's load time would be paid on every prompt).
+// The status line runs on every prompt of a client and imports this file, so it uses node:http, node:https and the
+// few lines of libs/errors at run time (no HTTP library, no validator: zod's load time would be paid on every prompt).
 
 /** Why a call to the sidecar gave no usable answer. An HTTP refusal carries the sidecar's own code instead. */
 export type ClientErrorCode =
@@ -15,16 +17,17 @@ export type ClientErrorCode =
  * own, that body's code (`ARCHIVE_NOT_FOUND`, `GUARDIAN_TOKEN_REQUIRED`...), so a tool prints what it would print
  * reading the archive itself.
  */
-export class GuardianClientError extends Error {
+export class GuardianClientError extends CodedError<string> {
   override readonly name = 'GuardianClientError';
   constructor(
-    readonly code: string,
+    // A ClientErrorCode, or the code the sidecar answered with.
+    code: string,
     message: string,
     /** The HTTP status, when the sidecar answered. */
     readonly status?: number,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(code, message, options);
   }
 }
 

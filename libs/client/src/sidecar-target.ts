@@ -3,7 +3,7 @@ export interface SidecarTarget {
   url: string;
   token: string | undefined;
   /**
-   * Team mode (CONTRACTS §6): read the archive through the sidecar's API instead of a local span folder. On when a
+   * Team mode (ARCHITECTURE.md#access): read the archive through the sidecar's API instead of a local span folder. On when a
    * `--url` is given, or when GUARDIAN_URL and GUARDIAN_TOKEN are both set; GUARDIAN_URL alone still only says where
    * the status line and the doctor look for a sidecar running beside a local archive.
    */

@@ -14,7 +14,7 @@ export interface InMemoryMemoStoreOptions {
   now?: () => number;
 }
 
-/** Cut lengths remembered per session: enough for many sticky cuts, bounded (CONTRACTS §3). */
+/** Cut lengths remembered per session: enough for many sticky cuts, bounded (ARCHITECTURE.md#compaction). */
 export const MAX_CUTS_PER_SESSION = 32;
 const DEFAULT_ENTRIES_PER_SESSION = 64;
 

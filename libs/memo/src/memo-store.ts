@@ -1,7 +1,7 @@
 /**
  * What the sidecar remembers about one evicted stretch of one conversation: the summary that replaced it,
  * the pins it carried, and where its originals were archived. Keyed by (session hash, prefix hash):
- * CONTRACTS §1-§2.
+ * ARCHITECTURE.md#sessions, ARCHITECTURE.md#fail-open.
  */
 export interface MemoEntry {
   /** The summary text that stands in for the evicted prefix. */
@@ -17,7 +17,8 @@ export interface MemoEntry {
   /** `<run>/<NNNN>.json` of the span holding this stretch; absent while the archive write is deferred. */
   span?: string;
   /**
-   * Set while messages [pendingFrom, cut) are not archived (the volume was full or read-only: CONTRACTS §2.3). The next
+   * Set while messages [pendingFrom, cut) are not archived (the volume was full or read-only:
+   * ARCHITECTURE.md#fail-open rule 3). The next
    * turn that resends them writes them, whether it reuses this cut or makes a new one. An entry without it and
    * without `span` (written by an older version) is pending from `from`.
    */

@@ -7,7 +7,7 @@ export interface MemoLogger {
   info(obj: object, msg: string): void;
 }
 
-/** For /readyz, which reports Redis but never waits for it (CONTRACTS §2.2). */
+/** For /readyz, which reports Redis but never waits for it (ARCHITECTURE.md#fail-open rule 2). */
 export type RedisMemoStatus = 'ready' | 'connecting' | 'down';
 
 /** The outcome of the start-up connect attempt; `reason` names the cause in words an operator can act on. */

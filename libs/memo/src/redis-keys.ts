@@ -8,7 +8,7 @@ function sha256(value: string): string {
 
 /**
  * Every Redis key the memo uses, under one prefix so that several deployments can share a Redis.
- * Session values may carry raw header text, and a header value is never used raw in a key (CONTRACTS §1),
+ * Session values may carry raw header text, and a header value is never used raw in a key (ARCHITECTURE.md#sessions),
  * so the session part is always its sha256; a prefix hash is used as is when it is already key-safe.
  */
 export class RedisKeys {

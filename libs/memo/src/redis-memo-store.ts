@@ -23,7 +23,7 @@ type Results = [error: Error | null, result: unknown][] | null;
 /**
  * The memo shared by every replica, in Redis. Every operation is fail-soft: when Redis is down, slow or
  * returns bad data, the operation answers from `fallback` (which every write also goes to), calls
- * `onError`, and the request goes on (CONTRACTS §2.1).
+ * `onError`, and the request goes on (ARCHITECTURE.md#fail-open rule 1).
  */
 export class RedisMemoStore extends MemoStore {
   readonly kind = 'redis';
@@ -232,7 +232,8 @@ export class RedisMemoStore extends MemoStore {
   }
 
   private async release(key: string, token: string): Promise<void> {
-    // A failed release is harmless: the lock expires by its TTL and waiters then go on (CONTRACTS §2.4).
+    // A failed release is harmless: the lock expires by its TTL and waiters then go on (ARCHITECTURE.md#fail-open
+    // rule 4).
     await this.attempt(
       'unlock',
       async () => {
@@ -253,7 +254,7 @@ export class RedisMemoStore extends MemoStore {
       this.connection.succeeded();
       return value;
     } catch (err) {
-      // Fail-open (CONTRACTS §2.1): the memo is a cache, so the local answer is always a safe one.
+      // Fail-open (ARCHITECTURE.md#fail-open rule 1): the memo is a cache, so the local answer is always a safe one.
       const error = this.connection.describe(err);
       this.connection.failed(op, error);
       this.report(op, error);
@@ -265,7 +266,7 @@ export class RedisMemoStore extends MemoStore {
     try {
       this.options.onError?.(op, error);
     } catch (err) {
-      // A failing metrics callback must not turn a memo miss into a failed request (CONTRACTS §2.1).
+      // A failing metrics callback must not turn a memo miss into a failed request (ARCHITECTURE.md#fail-open rule 1).
       this.options.logger?.warn({ op, err }, 'memo onError callback threw; ignored');
     }
   }

@@ -21,7 +21,7 @@ export const REQUEST_OUTCOMES = [
 ] as const;
 /** Why a compaction ran: the budget was crossed, or the upstream rejected an overflow. */
 export const COMPACTION_REASONS = ['budget', 'overflow'] as const;
-/** Where a fail-open happened (CONTRACTS §2 rule 1). */
+/** Where a fail-open happened (ARCHITECTURE.md#fail-open rule 1). */
 export const FAIL_OPEN_STAGES = [
   'parse',
   'count',
@@ -52,7 +52,7 @@ export const SESSION_HEADER_IGNORED_REASONS = ['empty', 'repeated', 'too_long'] 
 export const USAGE_SIDE_KINDS = ['probe', 'helper'] as const;
 /** How a reload of GUARDIAN_TOKENS_FILE ended; on `invalid` and `unreadable` the last good tokens stay in use. */
 export const TOKEN_RELOAD_OUTCOMES = ['loaded', 'invalid', 'unreadable'] as const;
-/** Why guardian refused a request at the door in team mode (CONTRACTS §6). */
+/** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 
 export type Route = (typeof ROUTES)[number];
@@ -115,7 +115,7 @@ const TOKEN_BUCKETS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 2621
 const OVERHEAD_BUCKETS = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 ];
-// A summariser call on a local model can take tens of seconds (CONTRACTS §2 rule 4).
+// A summariser call on a local model can take tens of seconds (ARCHITECTURE.md#fail-open rule 4).
 const SUMMARISER_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
 // GUARDIAN_UPSTREAM_TIMEOUT defaults to 600 s, so the top bucket reaches it.
 const UPSTREAM_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -198,7 +198,7 @@ export class GuardianMetrics {
   );
   readonly archiveDeferred = this.counter(
     NAMES.archiveDeferred,
-    'Evictions forwarded whose span could not be written yet (CONTRACTS §2 rule 3).',
+    'Evictions forwarded whose span could not be written yet (ARCHITECTURE.md#fail-open rule 3).',
     [],
   );
   readonly sealOk = this.gauge(
@@ -240,7 +240,7 @@ export class GuardianMetrics {
   );
   readonly sessionHeaderIgnored = this.counter(
     NAMES.sessionHeaderIgnored,
-    'X-Guardian-Session headers ignored (the derived key was used), by reason (CONTRACTS §1, docs/sessions.md).',
+    'X-Guardian-Session headers ignored (the derived key was used), by reason (ARCHITECTURE.md#sessions, docs/sessions.md).',
     ['reason'],
   );
   readonly usageSideRequests = this.counter(

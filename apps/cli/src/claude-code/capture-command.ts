@@ -32,7 +32,7 @@ const TWO_MB = 2 * 1024 * 1024;
 const PRECOMPACT_MARKS = 50;
 
 /**
- * SealedArchive names runs `<stamp>-<hash 8>-<replica>`; CONTRACTS §4 names capture runs
+ * SealedArchive names runs `<stamp>-<hash 8>-<replica>`; ARCHITECTURE.md#files names capture runs
  * `cc-<hash 12>-<replica>`. `runName` asks for that name; every reader here finds a session's runs through
  * run.json, so captures stay correct whichever name the archive gives the run.
  */

@@ -37,7 +37,7 @@ export function parseHookInput(text: string): HookInput {
   return parsed.data;
 }
 
-/** The session hash stored in run.json and spans: sha256 of Claude Code's session id (CONTRACTS §1). */
+/** The session hash stored in run.json and spans: sha256 of Claude Code's session id (ARCHITECTURE.md#sessions). */
 export function sessionHashOf(input: HookInput): string {
   return sha256Hex(input.session_id);
 }

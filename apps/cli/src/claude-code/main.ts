@@ -3,14 +3,14 @@ import { appendFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { z } from 'zod';
 
-import { resolveGuardianPaths } from '@guardian/archive';
+import { replicaTag, resolveGuardianPaths } from '@guardian/archive';
 import { GuardianClient, sidecarTarget } from '@guardian/client';
 
 import { loadCliConfig, processIo, type CliConfig } from '../common/cli-config';
 import { handleCliError } from '../common/cli-error';
 import type { ExitCode } from '../common/exit-codes';
 import { captureCommand } from './capture-command';
-import { ccPaths, replicaTag, type HookIo } from './hook-io';
+import { ccPaths, type HookIo } from './hook-io';
 import { HookLog } from './hook-log';
 import { InstallFlagsSchema, SettingsFlagsSchema, installCommand, uninstallCommand } from './install-command';
 import { resumeCommand } from './resume-command';

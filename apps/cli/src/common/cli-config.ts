@@ -30,7 +30,7 @@ const CliEnvSchema = z.object({
     .optional(),
 });
 
-/** Archive folders plus the numbers the recall CLI needs (CONTRACTS §4, §7). */
+/** Archive folders plus the numbers the recall CLI needs (ARCHITECTURE.md#files, ARCHITECTURE.md#configuration). */
 export interface CliConfig extends GuardianPaths {
   keepSpans: number;
   retentionDays: number;

@@ -56,7 +56,7 @@ async function runChecks(
   ];
 }
 
-/** Team mode verifies the caller's runs through the sidecar; otherwise the local span folder (CONTRACTS §6). */
+/** Team mode verifies the caller's runs through the sidecar; otherwise the local span folder (ARCHITECTURE.md#access). */
 async function archiveCheck(
   io: CliIo,
   target: ReturnType<typeof sidecarTarget>,

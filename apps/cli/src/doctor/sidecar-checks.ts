@@ -52,7 +52,8 @@ async function checkReady(client: GuardianClient, base: string): Promise<CheckRe
   const redis = body.redis;
   const detail = `ready at ${base} (version ${body.version ?? '?'}; span volume ${volume}; memo ${body.memo_store ?? '?'}${redis !== undefined && redis !== 'not configured' ? `, redis ${redis}` : ''})`;
   if (volume !== 'writable') {
-    // The sidecar fails open and defers spans (CONTRACTS §2.3); the archive still misses them until fixed.
+    // The sidecar fails open and defers spans (ARCHITECTURE.md#fail-open rule 3); the archive still misses them until
+    // fixed.
     return fail(
       'sidecar',
       detail,

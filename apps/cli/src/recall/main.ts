@@ -1,9 +1,6 @@
-import { createHash } from 'node:crypto';
-import * as os from 'node:os';
-
 import { Command } from 'commander';
 
-import { LocalArchive, Receipts, parseAge, type ArchiveSource } from '@guardian/archive';
+import { LocalArchive, Receipts, parseAge, replicaTag, type ArchiveSource } from '@guardian/archive';
 import { GuardianClient, RemoteArchive, sidecarTarget } from '@guardian/client';
 
 import { loadCliConfig, processIo, type CliConfig } from '../common/cli-config';
@@ -53,14 +50,6 @@ function program(io: CliIo): Command {
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
 }
 
-/** This process's replica tag (CONTRACTS §4): first 8 hex of sha256(hostname, pid, start time). */
-function replicaTag(now: Date): string {
-  return createHash('sha256')
-    .update(`${os.hostname()}\n${process.pid}\n${now.toISOString()}`)
-    .digest('hex')
-    .slice(0, 8);
-}
-
 async function dispatch(mode: RecallMode, ctx: RecallContext, term: string | undefined): Promise<ExitCode> {
   switch (mode) {
     case 'search':
@@ -88,7 +77,7 @@ async function dispatch(mode: RecallMode, ctx: RecallContext, term: string | und
 const REMOTE_TIMEOUT_MS = 60_000;
 
 /**
- * The archive a reading mode uses: through the sidecar in team mode (CONTRACTS §6), else the local span folder, with
+ * The archive a reading mode uses: through the sidecar in team mode (ARCHITECTURE.md#access), else the local span folder, with
  * the counts-only receipts a recall leaves (the sidecar records its own). The maintenance modes change files, so
  * they always run on the local folder, and are refused with an explicit --url.
  */

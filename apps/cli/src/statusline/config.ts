@@ -1,4 +1,5 @@
-// The one place the status line reads the environment (HOUSE rule 2). Names and defaults: CONTRACTS §6-§7.
+// The one place the status line reads the environment (HOUSE rule 2). Names and defaults: ARCHITECTURE.md#access,
+// ARCHITECTURE.md#configuration.
 import { sidecarTarget } from '@guardian/client';
 
 /** Where the status line looks for the sidecar, and the token it sends, before any flag overrides them. */

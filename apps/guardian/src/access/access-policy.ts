@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { GuardianMetrics, type AccessRefusalReason } from '@guardian/telemetry';
 
 import { GuardianConfig } from '../config/guardian-config';
+import { GuardianError } from '../http/http-error';
 import { TokenRegistry, type Caller } from './token-registry';
 
 /** Whose data a reader sees: everything (admin, or an open sidecar), or one owner's sessions and runs. */
@@ -14,24 +15,21 @@ export interface RequestOwner {
   ownerHash?: string;
 }
 
-/** A refusal at the door: 401 when a token is needed and none came, 403 when the one sent is not enough. */
-export interface AccessRefusal {
-  status: 401 | 403;
-  code: 'GUARDIAN_TOKEN_REQUIRED' | 'GUARDIAN_TOKEN_INVALID';
-  message: string;
-}
+/**
+ * A refusal at the door, as the GuardianError the edge answers: 401 when a token is needed and none came, 403 when
+ * the one sent is not accepted.
+ */
+export type Verdict<T> = { ok: true; value: T } | { ok: false; refusal: GuardianError };
 
-export type Verdict<T> = { ok: true; value: T } | { ok: false; refusal: AccessRefusal };
-
-const INVALID: AccessRefusal = {
-  status: 403,
-  code: 'GUARDIAN_TOKEN_INVALID',
-  message:
+const invalid = (): GuardianError =>
+  new GuardianError(
+    'GUARDIAN_TOKEN_INVALID',
     'X-Guardian-Token not accepted: not a token this sidecar knows (withdrawn, mistyped, or sent twice)',
-};
+    403,
+  );
 
 /**
- * Who may do what (CONTRACTS §6, docs/team.md, ADR 0014), decided in one place for the three doors:
+ * Who may do what (docs/ARCHITECTURE.md#access, docs/team.md, ADR 0014), decided in one place for the three doors:
  *
  * - proxied requests: a token names the owner of the session; GUARDIAN_TOKEN_REQUIRED makes one necessary;
  * - metadata (`/guardian/stats`, `/events`, `/usage`): open unless GUARDIAN_ADMIN_TOKEN is set; a developer token
@@ -56,53 +54,52 @@ export class AccessPolicy {
 
   /** A forwarded request (every path, the compacted routes and the rest). */
   proxy(caller: Caller): Verdict<RequestOwner> {
-    if (caller.kind === 'rejected') return this.refuse(INVALID, 'token_invalid');
+    if (caller.kind === 'rejected') return this.refuse(invalid(), 'token_invalid');
     if (caller.kind === 'anonymous') {
       if (!this.config.env.GUARDIAN_TOKEN_REQUIRED) return { ok: true, value: {} };
       return this.refuse(
-        {
-          status: 401,
-          code: 'GUARDIAN_TOKEN_REQUIRED',
-          message:
-            'X-Guardian-Token required: this sidecar runs in team mode (GUARDIAN_TOKEN_REQUIRED); send your token in that header',
-        },
+        new GuardianError(
+          'GUARDIAN_TOKEN_REQUIRED',
+          'X-Guardian-Token required: this sidecar runs in team mode (GUARDIAN_TOKEN_REQUIRED); send your token in that header',
+          401,
+        ),
         'token_required',
       );
     }
     return { ok: true, value: { owner: caller.owner, ownerHash: caller.ownerHash } };
   }
 
-  /** Metadata: no message text, so open unless an admin token is configured (CONTRACTS §6). */
+  /** Metadata: no message text, so open unless an admin token is configured (ARCHITECTURE.md#access). */
   metadata(caller: Caller): Verdict<Viewer> {
-    if (caller.kind === 'rejected') return this.refuse(INVALID, 'token_invalid');
+    if (caller.kind === 'rejected') return this.refuse(invalid(), 'token_invalid');
     if (caller.kind === 'developer') return { ok: true, value: ownerView(caller) };
     if (caller.kind === 'admin' || !this.registry.adminConfigured)
       return { ok: true, value: { kind: 'all' } };
     return this.refuse(
-      { status: 401, code: 'GUARDIAN_TOKEN_REQUIRED', message: 'X-Guardian-Token required' },
+      new GuardianError('GUARDIAN_TOKEN_REQUIRED', 'X-Guardian-Token required', 401),
       'token_required',
     );
   }
 
   /** Archive content: conversation text, so a token is needed unless this is a laptop with none configured. */
   archive(caller: Caller): Verdict<Viewer> {
-    if (caller.kind === 'rejected') return this.refuse(INVALID, 'token_invalid');
+    if (caller.kind === 'rejected') return this.refuse(invalid(), 'token_invalid');
     if (caller.kind === 'developer') return { ok: true, value: ownerView(caller) };
     if (caller.kind === 'admin') return { ok: true, value: { kind: 'all' } };
     if (this.config.loopbackBind && !this.registry.configured) return { ok: true, value: { kind: 'all' } };
     return this.refuse(
-      {
-        status: 401,
-        code: 'GUARDIAN_TOKEN_REQUIRED',
-        message: this.registry.configured
+      new GuardianError(
+        'GUARDIAN_TOKEN_REQUIRED',
+        this.registry.configured
           ? 'X-Guardian-Token required to read the archive'
           : 'the archive is not served beyond loopback without tokens: set GUARDIAN_TOKENS_FILE or GUARDIAN_ADMIN_TOKEN',
-      },
+        401,
+      ),
       'token_required',
     );
   }
 
-  private refuse<T>(refusal: AccessRefusal, reason: AccessRefusalReason): Verdict<T> {
+  private refuse<T>(refusal: GuardianError, reason: AccessRefusalReason): Verdict<T> {
     this.metrics.accessRefusals.inc({ reason });
     return { ok: false, refusal };
   }

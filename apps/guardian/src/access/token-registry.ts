@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { ADMIN_OWNER, TokensFileError, parseTokensFile, tokenDigest, type TokenSet } from './token-file';
 
 /**
- * Who sent a request, as its X-Guardian-Token says (CONTRACTS §6). `anonymous`: no token, or no token configured
+ * Who sent a request, as its X-Guardian-Token says (ARCHITECTURE.md#access). `anonymous`: no token, or no token configured
  * to check one against; `rejected`: a token that is not accepted (or two different ones).
  */
 export type Caller =

@@ -1,6 +1,6 @@
-import { HttpException } from '@nestjs/common';
 import { z } from 'zod';
 
+import { ArchiveError } from '@guardian/archive';
 import { ARCHIVE_API_LIMITS } from '@guardian/client';
 
 /** The recall API's bounds, shared with the tools that read through it (libs/client). */
@@ -42,8 +42,5 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const name = issue?.path.join('.') || 'query';
-  throw new HttpException(
-    { code: 'ARCHIVE_BAD_OPTION', message: `${name}: ${issue?.message ?? 'invalid'}` },
-    400,
-  );
+  throw new ArchiveError('ARCHIVE_BAD_OPTION', `${name}: ${issue?.message ?? 'invalid'}`);
 }

@@ -1,11 +1,11 @@
-import { Body, Controller, Header, HttpCode, HttpException, Post, Req, UseGuards } from '@nestjs/common';
+import { Body, Controller, Header, HttpCode, Post, Req, UseGuards } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 
 import type { CaptureAnswer } from '@guardian/client';
 
 import { ArchiveGuard, viewerOf } from '../guardian-api/access.guard';
-import { archiveCall } from './archive-http';
+import { GuardianError } from '../http/http-error';
 import { CaptureIntake } from './capture-intake';
 
 const CaptureBody = z.object({
@@ -34,19 +34,17 @@ export class CaptureController {
       json = JSON.parse(Buffer.isBuffer(body) ? body.toString('utf8') : '');
     } catch {
       // The parser's message would quote the body (transcript text); the fact is enough.
-      throw new HttpException({ code: 'GUARDIAN_BAD_CAPTURE', message: 'the body is not JSON' }, 400);
+      throw new GuardianError('GUARDIAN_BAD_CAPTURE', 'the body is not JSON', 400);
     }
     const parsed = CaptureBody.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new HttpException(
-        {
-          code: 'GUARDIAN_BAD_CAPTURE',
-          message: `${issue?.path.join('.') || 'body'}: ${issue?.message ?? ''}`,
-        },
+      throw new GuardianError(
+        'GUARDIAN_BAD_CAPTURE',
+        `${issue?.path.join('.') || 'body'}: ${issue?.message ?? ''}`,
         400,
       );
     }
-    return archiveCall(() => this.intake.capture(viewerOf(req), parsed.data));
+    return this.intake.capture(viewerOf(req), parsed.data);
   }
 }

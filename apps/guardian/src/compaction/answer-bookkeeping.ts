@@ -1,26 +1,16 @@
 import { Injectable } from '@nestjs/common';
 
+import { RECALL_TOOL_NAMES } from '@guardian/compaction';
 import { MemoStore } from '@guardian/memo';
 
 import { Observability } from '../observability/observability';
 import { CaptureService } from './capture.service';
 import type { Decision, RequestContext } from './compaction-context';
-import type { ObservedAnswer } from './formats/format-adapter';
+import type { ObservedAnswer } from '../formats/format-adapter';
 import { RequestCounter } from './request-counter';
 import { SessionTable } from './session-table';
 import { SpanRecorder } from './span-recorder';
 import { chooseUsage, usageCandidate } from './usage-selection';
-
-/** Tool names the recall MCP server offers; a model calling one is counted for the receipts. */
-const RECALL_TOOLS = new Set([
-  'search_spans',
-  'read_span',
-  'list_spans',
-  'list_digests',
-  'get_seal_status',
-  'get_proxy_status',
-  'get_context_status',
-]);
 
 /**
  * What follows an answered request, behind it: the calibration sample, recall tool calls for the receipts, the
@@ -44,7 +34,7 @@ export class AnswerBookkeeping {
     if (observed.promptTokens !== undefined && d.rawForwarded > 0)
       this.counter.observe(model, observed.promptTokens, d.rawForwarded);
     for (const name of observed.toolNames) {
-      if (!RECALL_TOOLS.has(name)) continue;
+      if (!RECALL_TOOL_NAMES.has(name)) continue;
       obs.metrics.recallToolCalls.inc({ tool: name });
       await this.recorder.recallToolCall(ctx.session.ownerHash);
     }

@@ -3,9 +3,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { BudgetInfo } from '@guardian/compaction';
 import type { HeaderMap } from '@guardian/upstream';
 
-import type { OwnedRoute } from '../http/api-style';
+import type { OwnedRoute } from '../formats/owned-route';
 import type { WindowInfo } from '../state/guardian-state';
-import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
+import type { FormatAdapter, ParsedConversation } from '../formats/format-adapter';
 import type { RequestCount } from './request-counter';
 import type { ResolvedSession, SessionHeader } from './session';
 

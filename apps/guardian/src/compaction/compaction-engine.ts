@@ -15,17 +15,17 @@ import {
 import { GuardianConfig } from '../config/guardian-config';
 import type { Decision, RequestContext } from './compaction-context';
 import { DecisionReporter } from './decision-reporter';
-import { fillDigests } from './formats/format-adapter';
+import { fillDigests } from '../formats/format-adapter';
 import { Precompactor } from './precompactor';
 import { blockSource, requestPlanInput } from './request-plan';
 import { StretchArchiver } from './stretch-archiver';
 import { StretchService, type StretchResult } from './stretch-service';
 
 /**
- * One over-budget request, top to bottom (CONTRACTS §3): plan the cut (libs/compaction), get its summary (reused
- * from the memo, or written once by the summariser and archived), plan the rebuild (libs/compaction: pins, spills,
- * shedding), then archive the spilled messages and let the format adapter write the request. The policy lives in
- * the pure library; this class does only the I/O around it. Throws only for the caller to fail open.
+ * One over-budget request, top to bottom (ARCHITECTURE.md#compaction): plan the cut (libs/compaction), get its
+ * summary (reused from the memo, or written once by the summariser and archived), plan the rebuild (libs/compaction:
+ * pins, spills, shedding), then archive the spilled messages and let the format adapter write the request. The policy
+ * lives in the pure library; this class does only the I/O around it. Throws only for the caller to fail open.
  */
 @Injectable()
 export class CompactionEngine {

@@ -7,14 +7,14 @@ import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
 import { AnswerBookkeeping } from './answer-bookkeeping';
 import { CompactionEngine } from './compaction-engine';
-import { codeOf, stageOf } from './compaction-errors';
+import { failOpenOf } from './compaction-errors';
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
 import { Exchange } from './exchange';
 import { Precompactor } from './precompactor';
-import { anthropicAdapter } from './formats/anthropic.adapter';
-import { chatAdapter } from './formats/chat.adapter';
-import { isObject, str, type FormatAdapter } from './formats/format-adapter';
-import { responsesAdapter } from './formats/responses.adapter';
+import { anthropicAdapter } from '../formats/anthropic.adapter';
+import { chatAdapter } from '../formats/chat.adapter';
+import { isObject, str, type FormatAdapter } from '../formats/format-adapter';
+import { responsesAdapter } from '../formats/responses.adapter';
 import { RequestMeasure } from './request-measure';
 import { genAiSystem } from './summariser';
 import { resolveSession } from './session';
@@ -29,7 +29,8 @@ const ADAPTERS: Record<string, FormatAdapter> = {
 /**
  * The compaction path of one owned request, from raw bytes to what is forwarded: parse (format adapter), resolve the
  * session, measure (window, budget, count), decide (CompactionEngine). It never throws: every failure inside forwards
- * the client's original bytes and is counted (CONTRACTS §2 rule 1). The returned Exchange then follows the answer.
+ * the client's original bytes and is counted (ARCHITECTURE.md#fail-open rule 1). The returned Exchange then follows
+ * the answer.
  */
 @Injectable()
 export class CompactionService {
@@ -46,7 +47,8 @@ export class CompactionService {
     try {
       return await this.prepareOrThrow(input);
     } catch (err) {
-      // Whatever a strange body makes the parsing or planning do, the client's bytes still go upstream (CONTRACTS §2.1).
+      // Whatever a strange body makes the parsing or planning do, the client's bytes still go upstream
+      // (ARCHITECTURE.md#fail-open rule 1).
       this.obs.failOpen('internal', 'prepare_exception', { route: input.route, reqId: input.reqId, err });
       return this.exchange({ input, adapter: ADAPTERS[input.route] ?? chatAdapter });
     }
@@ -116,13 +118,9 @@ export class CompactionService {
           return d;
         },
       );
-    } catch (err) {
-      this.obs.failOpen(stageOf(err), codeOf(err), {
-        route: input.route,
-        model: conv.model,
-        reqId: input.reqId,
-        err,
-      });
+    } catch (thrown) {
+      const { stage, reason, err } = failOpenOf(thrown);
+      this.obs.failOpen(stage, reason, { route: input.route, model: conv.model, reqId: input.reqId, err });
       decision = {
         outcome: 'fail_open',
         tokensBefore: ctx.count.tokens,

@@ -14,7 +14,10 @@ export interface DecisionFacts {
   spilled: number;
 }
 
-/** Reports a decision: /guardian/stats counters, Prometheus metrics, events, and the compaction log line (CONTRACTS §4-§5). */
+/**
+ * Reports a decision: /guardian/stats counters, Prometheus metrics, events, and the compaction log line
+ * (ARCHITECTURE.md#files, ARCHITECTURE.md#http-surface).
+ */
 @Injectable()
 export class DecisionReporter {
   constructor(
@@ -79,7 +82,7 @@ export class DecisionReporter {
     this.obs.state.summaryWaitSeconds += seconds;
   }
 
-  /** A dry run: decided and logged, forwarded unchanged, nothing written (CONTRACTS §3). */
+  /** A dry run: decided and logged, forwarded unchanged, nothing written (ARCHITECTURE.md#compaction). */
   dryRun(ctx: RequestContext, d: Decision, evictedCut: number, reused: boolean): void {
     const stretch = evictedCut > 0 ? { cut: evictedCut, reused } : undefined;
     this.log(ctx, d, { pins: 0, spilled: 0 }, true, stretch);

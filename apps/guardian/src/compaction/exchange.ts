@@ -5,7 +5,7 @@ import type { UpstreamResponse } from '@guardian/upstream';
 import type { Observability } from '../observability/observability';
 import type { AnswerBookkeeping } from './answer-bookkeeping';
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
-import type { FormatAdapter, ObservedAnswer } from './formats/format-adapter';
+import type { FormatAdapter, ObservedAnswer } from '../formats/format-adapter';
 import type { Precompactor } from './precompactor';
 
 /** JSON answers larger than this are not kept for usage reading (they still stream through untouched). */

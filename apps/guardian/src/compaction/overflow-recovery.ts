@@ -5,7 +5,7 @@ import { parseOverflow, peekBody, type UpstreamResponse } from '@guardian/upstre
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
-import { codeOf } from './compaction-errors';
+import { reasonOf } from './compaction-errors';
 import type { Decision, RequestContext } from './compaction-context';
 import { CompactionEngine } from './compaction-engine';
 import type { Exchange } from './exchange';
@@ -16,9 +16,9 @@ import { WindowService } from './window.service';
 const MAX_ERROR_BODY = 1024 * 1024;
 
 /**
- * One retry when the upstream refuses a request as too long (CONTRACTS §2.5): the same request decided again against
- * the window and count the refusal taught (libs/compaction overflowRetryBudget). Any other error answer, and a
- * refused retry, reaches the client as the upstream sent it.
+ * One retry when the upstream refuses a request as too long (ARCHITECTURE.md#fail-open rule 5): the same request
+ * decided again against the window and count the refusal taught (libs/compaction overflowRetryBudget). Any other
+ * error answer, and a refused retry, reaches the client as the upstream sent it.
  */
 @Injectable()
 export class OverflowRecovery {
@@ -69,7 +69,7 @@ export class OverflowRecovery {
       });
       exchange.adopt(retry);
     }
-    // A rejected retry: the client hears the upstream's own answer to it (CONTRACTS §2.5).
+    // A rejected retry: the client hears the upstream's own answer to it (ARCHITECTURE.md#fail-open rule 5).
     return second;
   }
 
@@ -114,7 +114,7 @@ export class OverflowRecovery {
       const d = await this.engine.decide(retryCtx);
       return d.body ? d : undefined;
     } catch (err) {
-      this.obs.failOpen('recovery', codeOf(err), {
+      this.obs.failOpen('recovery', reasonOf(err), {
         route: ctx.conv.route,
         model: ctx.conv.model,
         reqId: ctx.input.reqId,

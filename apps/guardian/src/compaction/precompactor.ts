@@ -5,9 +5,9 @@ import { logOnce, type PrecompactOutcome } from '@guardian/telemetry';
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
-import { codeOf } from './compaction-errors';
+import { reasonOf } from './compaction-errors';
 import type { Decision, RequestContext } from './compaction-context';
-import { fillDigests } from './formats/format-adapter';
+import { fillDigests } from '../formats/format-adapter';
 import { requestPlanInput } from './request-plan';
 import { StretchService } from './stretch-service';
 
@@ -59,8 +59,8 @@ export class Precompactor implements OnModuleDestroy {
         this.obs.state.precompact.failed += 1;
         logOnce(
           this.obs.logger,
-          `precompact_failed:${codeOf(err)}`,
-          { code: codeOf(err), route: ctx.conv.route, err },
+          `precompact_failed:${reasonOf(err)}`,
+          { code: reasonOf(err), route: ctx.conv.route, err },
           'background pre-compaction failed; the next compacting turn summarises in the foreground (logged once per reason)',
         );
       })

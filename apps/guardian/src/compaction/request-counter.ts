@@ -4,8 +4,8 @@ import { Calibration, requestChars, tokensForChars, type Counter } from '@guardi
 import { tokenizeCount, UpstreamClient, type HeaderMap } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
-import { countExactly } from './formats/exact-count';
-import { jsonChars, type FormatAdapter, type ParsedConversation } from './formats/format-adapter';
+import { countExactly } from '../formats/exact-count';
+import { jsonChars, type FormatAdapter, type ParsedConversation } from '../formats/format-adapter';
 import { trackableModel } from './window.service';
 
 /** How a count was had: `tokenize+estimate` is the upstream's exact count of the messages plus the estimated tools. */

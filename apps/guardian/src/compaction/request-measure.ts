@@ -5,7 +5,7 @@ import type { HeaderMap } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
 import type { WindowInfo } from '../state/guardian-state';
-import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
+import type { FormatAdapter, ParsedConversation } from '../formats/format-adapter';
 import { RequestCounter, type RequestCount } from './request-counter';
 import { WindowService } from './window.service';
 
@@ -16,7 +16,8 @@ export interface Measured {
 }
 
 /**
- * How big a request is and how big it may be (CONTRACTS §3): the model's window, the seed's budget, and the count.
+ * How big a request is and how big it may be (ARCHITECTURE.md#compaction): the model's window, the seed's budget, and
+ * the count.
  * While the count is unproven (calibration on but no usage sample yet, and no exact count for this request), the
  * budget keeps a margin back: docs/adr/0003-counting.md, amendment.
  */

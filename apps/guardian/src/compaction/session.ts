@@ -1,7 +1,9 @@
 import { sessionHash as storedSessionHash } from '@guardian/archive';
-import { sha256Hex, type NeutralMessage } from '@guardian/compaction';
+import { hashText, type NeutralMessage } from '@guardian/compaction';
 
-/** Header values longer than this (in bytes sent) are ignored and the derived key is used (CONTRACTS §1). */
+/**
+ * Header values longer than this (in bytes sent) are ignored and the derived key is used (ARCHITECTURE.md#sessions).
+ */
 export const MAX_SESSION_HEADER_BYTES = 256;
 
 /** Why a sent header was not used; also the `reason` label of `guardian_session_header_ignored_total`. */
@@ -80,8 +82,8 @@ function decodeUtf8(bytes: Buffer): string | undefined {
 }
 
 /**
- * The session (CONTRACTS §1): the `X-Guardian-Session` value when one was sent and used, else a hash of model + first
- * system message + first user message (the seed's rule). Raw values never reach a path or a label.
+ * The session (ARCHITECTURE.md#sessions): the `X-Guardian-Session` value when one was sent and used, else a hash of
+ * model + first system message + first user message (the seed's rule). Raw values never reach a path or a label.
  */
 export function resolveSession(
   header: SessionHeader,
@@ -90,7 +92,7 @@ export function resolveSession(
   firstSystem: string,
   owner?: { owner?: string; ownerHash?: string },
 ): ResolvedSession {
-  // Team mode (CONTRACTS §1): the owner is part of the session, the derived key's too, so two developers who paste
+  // Team mode (ARCHITECTURE.md#sessions): the owner is part of the session, the derived key's too, so two developers who paste
   // the same first messages, or send the same header value, never share a session.
   const scoped = (key: string): Pick<ResolvedSession, 'key' | 'hash' | 'ownerHash'> =>
     owner?.owner === undefined
@@ -99,7 +101,7 @@ export function resolveSession(
   if (header.kind === 'value') return { ...scoped(header.value), fromHeader: true };
   const system = firstSystem || messages.find((m) => m.role === 'system')?.text || '';
   const user = messages.find((m) => m.role === 'user')?.text ?? '';
-  const key = `derived:${sha256Hex(`${model}\n${system}\n${user}`).slice(0, 16)}`;
+  const key = `derived:${hashText(`${model}\n${system}\n${user}`).slice(0, 16)}`;
   const session: ResolvedSession = { ...scoped(key), fromHeader: false };
   if (header.kind === 'ignored') session.ignored = { reason: header.reason, warning: header.warning };
   return session;

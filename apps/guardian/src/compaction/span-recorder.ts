@@ -14,8 +14,8 @@ import { Observability } from '../observability/observability';
 
 /**
  * Writes what compaction evicts and the log lines `--savings` reads. A span that cannot be written is deferred,
- * not fatal (CONTRACTS §2.3): the caller still forwards the compacted request and a later turn writes it. A log or
- * receipt line that cannot be written is a warning: the request is not affected.
+ * not fatal (ARCHITECTURE.md#fail-open rule 3): the caller still forwards the compacted request and a later turn
+ * writes it. A log or receipt line that cannot be written is a warning: the request is not affected.
  */
 @Injectable()
 export class SpanRecorder implements OnModuleDestroy {

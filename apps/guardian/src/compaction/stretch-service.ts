@@ -17,6 +17,7 @@ import { logOnce } from '@guardian/telemetry';
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
 import type { RequestContext } from './compaction-context';
+import { StageFailure } from './compaction-errors';
 import { StretchArchiver } from './stretch-archiver';
 import { SummariseError, Summariser, type SummaryResult } from './summariser';
 
@@ -30,7 +31,7 @@ export interface StretchResult {
   entry: MemoEntry;
   calls: number;
   chunked: boolean;
-  /** True while some of the entry's messages could not be archived (CONTRACTS §2.3). */
+  /** True while some of the entry's messages could not be archived (ARCHITECTURE.md#fail-open rule 3). */
   deferred: boolean;
   /** The span this request wrote, for the compaction log line. */
   run: string | null;
@@ -47,9 +48,10 @@ export function pendingStart(entry: MemoEntry | undefined): number | undefined {
 }
 
 /**
- * The memo side of compaction (CONTRACTS §1-§3): finds the conversation's sticky cut, summarises a new stretch once
- * (in this process and across replicas), archives what it evicts, and writes a stretch that an earlier turn could
- * not archive as soon as a turn resends it. Throws only for the caller to fail open.
+ * The memo side of compaction (ARCHITECTURE.md#sessions, ARCHITECTURE.md#fail-open, ARCHITECTURE.md#compaction):
+ * finds the conversation's sticky cut, summarises a new stretch once (in this process and across replicas), archives
+ * what it evicts, and writes a stretch that an earlier turn could not archive as soon as a turn resends it. Throws
+ * only for the caller to fail open.
  */
 @Injectable()
 export class StretchService {
@@ -65,7 +67,8 @@ export class StretchService {
 
   /**
    * Every memo entry of this conversation, ascending by cut: the sticky cut, and any later one summarised ahead of
-   * need (issue 14). An entry matches only when the request's prefix up to its cut hashes the same (CONTRACTS §1).
+   * need (issue 14). An entry matches only when the request's prefix up to its cut hashes the same
+   * (ARCHITECTURE.md#sessions).
    */
   async lookup(ctx: RequestContext, hashes: readonly string[]): Promise<MemoEntry[]> {
     if (!this.config.env.GUARDIAN_SUMMARY_MEMO) return [];
@@ -95,8 +98,8 @@ export class StretchService {
   }
 
   /**
-   * The sticky cut reused: no summariser call; a stretch still pending is archived now (CONTRACTS §2.3). The first
-   * reuse of a summary made ahead of need counts it as used (issue 14).
+   * The sticky cut reused: no summariser call; a stretch still pending is archived now (ARCHITECTURE.md#fail-open
+   * rule 3). The first reuse of a summary made ahead of need counts it as used (issue 14).
    */
   async reuse(ctx: RequestContext, given: MemoEntry): Promise<StretchResult> {
     let entry = given;
@@ -180,7 +183,8 @@ export class StretchService {
     const lock = await this.memo.lock(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS + 10_000);
     try {
       if (!lock) {
-        // Another replica is summarising this stretch: wait for its summary, else do it ourselves (CONTRACTS §2.4).
+        // Another replica is summarising this stretch: wait for its summary, else do it ourselves
+        // (ARCHITECTURE.md#fail-open rule 4).
         const theirs = await this.memo.waitFor(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS);
         if (theirs) return stored(theirs, true);
       } else {
@@ -199,7 +203,8 @@ export class StretchService {
         precomputed ||
         ctx.reason === 'overflow' ||
         ctx.count.tokens > ctx.window.window;
-      // Messages an earlier turn could not archive are written with this stretch (CONTRACTS §2.3, issue 12 defect 1).
+      // Messages an earlier turn could not archive are written with this stretch (ARCHITECTURE.md#fail-open rule 3,
+      // issue 12 defect 1).
       const archiveFrom = Math.min(pendingStart(memo) ?? from, from);
       // A summary made ahead of need archives nothing yet: its messages are still in every forwarded request. The
       // first request that reuses it writes the span (reuse, like a deferred stretch), so nothing is archived twice
@@ -229,7 +234,8 @@ export class StretchService {
       if (failure) base.checkpoint = true;
       const entry = withSpans(base, memo, archived.refs);
       if (env.GUARDIAN_SUMMARY_MEMO) await this.memo.put(ctx.session.hash, entry);
-      if (!forwardNow) throw failure;
+      // The summariser failed and its checkpoint may not go out now: the summarise stage fails open.
+      if (!forwardNow) throw new StageFailure('summarise', failure);
       return {
         entry,
         calls: result.calls,
@@ -289,8 +295,9 @@ export class StretchService {
       return { result };
     } catch (err) {
       // A client that went away, or a transcript too short to be worth a summary: nothing to stand in for.
-      if (!(err instanceof SummariseError) || err.code === 'TRANSCRIPT_TOO_SHORT' || ctx.input.signal.aborted)
-        throw err;
+      if (!(err instanceof SummariseError)) throw err;
+      if (err.code === 'TRANSCRIPT_TOO_SHORT' || ctx.input.signal.aborted)
+        throw new StageFailure('summarise', err);
       this.obs.state.summaryCheckpoints += 1;
       logOnce(
         this.obs.logger,

@@ -11,29 +11,26 @@ import {
   type Counter,
   type SummaryPrompt,
 } from '@guardian/compaction';
+import { CodedError } from '@guardian/errors';
 import { genAiAttributes, withSpan } from '@guardian/telemetry';
 import { UpstreamClient, type HeaderMap } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
-import type { FormatAdapter } from './formats/format-adapter';
+import type { FormatAdapter } from '../formats/format-adapter';
 import { SummaryBreaker } from './summary-breaker';
 
 /** A summary could not be had: the compaction fails open. `code` names why. */
-export class SummariseError extends Error {
-  constructor(
-    readonly code:
-      | 'SUMMARY_HTTP_ERROR'
-      | 'SUMMARY_TIMEOUT'
-      | 'SUMMARY_CIRCUIT_OPEN'
-      | 'SUMMARY_TOO_SHORT'
-      | 'SUMMARY_EMPTY'
-      | 'TRANSCRIPT_TOO_SHORT',
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
+export type SummariseErrorCode =
+  | 'SUMMARY_HTTP_ERROR'
+  | 'SUMMARY_TIMEOUT'
+  | 'SUMMARY_CIRCUIT_OPEN'
+  | 'SUMMARY_TOO_SHORT'
+  | 'SUMMARY_EMPTY'
+  | 'TRANSCRIPT_TOO_SHORT';
+
+export class SummariseError extends CodedError<SummariseErrorCode> {
+  override readonly name = 'SummariseError';
 }
 
 export interface SummaryResult {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Every GUARDIAN_* variable the sidecar reads, with its default and unit (CONTRACTS §7).
+ * Every GUARDIAN_* variable the sidecar reads, with its default and unit (ARCHITECTURE.md#configuration).
  * The README's configuration table lists the same names; test/docs/config-table.spec.ts checks both ways.
  */
 const flag = (fallback: '0' | '1') =>

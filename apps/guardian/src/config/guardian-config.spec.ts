@@ -4,7 +4,7 @@ const load = (env: Record<string, string>) =>
   GuardianConfig.fromEnv(env, { version: 't', home: '/home/dev' });
 
 describe('GuardianConfig', () => {
-  it('takes the defaults CONTRACTS §7 lists', () => {
+  it('takes the defaults ARCHITECTURE.md#configuration lists', () => {
     const c = load({});
     expect(c.env).toMatchObject({
       GUARDIAN_UPSTREAM_URL: 'http://127.0.0.1:8000/v1',

@@ -49,6 +49,11 @@ export class GuardianConfig {
   readonly paths: ReturnType<typeof resolveGuardianPaths>;
   readonly allowedHosts: string[];
   readonly version: string;
+  /**
+   * GUARDIAN_TEST_CRASH_POINT: the archive writer's test-only crash hook (`after-rename@3`), handed to SealedArchive
+   * as an option so the library reads no environment. Not configuration: the README table leaves it out.
+   */
+  readonly testCrashPoint: string | undefined;
   /** Messages to log once at startup (legacy variables, clamped reserve). */
   readonly warnings: string[] = [];
 
@@ -60,6 +65,7 @@ export class GuardianConfig {
   ) {
     this.env = env;
     this.version = version;
+    this.testCrashPoint = raw.GUARDIAN_TEST_CRASH_POINT || undefined;
     const base = new URL(env.GUARDIAN_UPSTREAM_URL.replace(/\/+$/, ''));
     this.upstream = {
       base,
@@ -105,7 +111,7 @@ export class GuardianConfig {
     return new GuardianConfig(parsed.data, opts.version, opts.home ?? homedir(), raw);
   }
 
-  /** True when the bind address is loopback only: the archive is then open without tokens (CONTRACTS §6). */
+  /** True when the bind address is loopback only: the archive is then open without tokens (ARCHITECTURE.md#access). */
   get loopbackBind(): boolean {
     const h = this.env.GUARDIAN_HOST;
     return h === 'localhost' || h === '::1' || h.startsWith('127.');

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-import { Controller, Get, Header, HttpCode, HttpException, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { Controller, Get, Header, HttpCode, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { OWNER_PATTERN, ownerHash } from '@guardian/archive';
@@ -13,6 +13,7 @@ import { GuardianMetrics } from '@guardian/telemetry';
 import { sessionHash } from '../compaction/session';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianRuntime } from '../config/guardian-runtime';
+import { GuardianError } from '../http/http-error';
 import { GuardianState, type GuardianEvent } from '../state/guardian-state';
 import type { Viewer } from '../access/access-policy';
 import { AccessGuard, PageGuard, viewerOf } from './access.guard';
@@ -24,7 +25,10 @@ const PAGE = readFileSync(join(__dirname, '..', 'observability', 'health-page.ht
 /** Bytes a live-stream client may leave unread before guardian drops it (it reconnects and gets recent events). */
 const MAX_UNREAD_BYTES = 1024 * 1024;
 
-/** Guardian's own JSON endpoints and dashboard (CONTRACTS §5). Metadata only: no message text anywhere. */
+/**
+ * Guardian's own JSON endpoints and dashboard (ARCHITECTURE.md#http-surface). Metadata only: no message text
+ * anywhere.
+ */
 @Controller()
 export class GuardianController {
   constructor(
@@ -77,11 +81,10 @@ export class GuardianController {
     @Query('owner') ownerQuery?: string | string[],
   ): Promise<Record<string, unknown>> {
     // `?session=a&session=b` arrives as an array: refused like any other bad id (it was a 500, issue 12 suite).
-    if (Array.isArray(query))
-      throw new HttpException({ code: 'GUARDIAN_BAD_SESSION', message: 'give session once' }, 400);
+    if (Array.isArray(query)) throw new GuardianError('GUARDIAN_BAD_SESSION', 'give session once', 400);
     const session = query;
     if (session !== undefined && (session.length === 0 || Buffer.byteLength(session) > 256)) {
-      throw new HttpException({ code: 'GUARDIAN_BAD_SESSION', message: 'session must be 1-256 bytes' }, 400);
+      throw new GuardianError('GUARDIAN_BAD_SESSION', 'session must be 1-256 bytes', 400);
     }
     const owner = usageOwner(viewerOf(req), ownerQuery);
     const record = await this.memo.getUsage(
@@ -89,11 +92,9 @@ export class GuardianController {
       owner === undefined ? undefined : ownerHash(owner),
     );
     if (!record) {
-      throw new HttpException(
-        {
-          code: 'GUARDIAN_NO_SESSION',
-          message: session === undefined ? 'no session seen yet' : 'unknown session',
-        },
+      throw new GuardianError(
+        'GUARDIAN_NO_SESSION',
+        session === undefined ? 'no session seen yet' : 'unknown session',
         404,
       );
     }
@@ -144,7 +145,7 @@ export class GuardianController {
     });
   }
 
-  /** The page carries no data, so it loads without a token and then asks for one (CONTRACTS §6). */
+  /** The page carries no data, so it loads without a token and then asks for one (ARCHITECTURE.md#access). */
   @Get('guardian/health')
   @UseGuards(PageGuard)
   async page(@Res() reply: FastifyReply): Promise<void> {
@@ -166,17 +167,17 @@ export class GuardianController {
  * sidecar's) `?owner=` names one, else the sessions sent without a token.
  */
 function usageOwner(viewer: Viewer, query: string | string[] | undefined): string | undefined {
-  if (Array.isArray(query))
-    throw new HttpException({ code: 'GUARDIAN_BAD_OWNER', message: 'give owner once' }, 400);
+  if (Array.isArray(query)) throw new GuardianError('GUARDIAN_BAD_OWNER', 'give owner once', 400);
   if (viewer.kind === 'owner') {
     if (query !== undefined && query !== viewer.owner)
-      throw new HttpException(
-        { code: 'GUARDIAN_BAD_OWNER', message: 'a developer token reads its own usage: leave out owner' },
+      throw new GuardianError(
+        'GUARDIAN_BAD_OWNER',
+        'a developer token reads its own usage: leave out owner',
         400,
       );
     return viewer.owner;
   }
   if (query !== undefined && !OWNER_PATTERN.test(query))
-    throw new HttpException({ code: 'GUARDIAN_BAD_OWNER', message: 'owner is not a valid owner name' }, 400);
+    throw new GuardianError('GUARDIAN_BAD_OWNER', 'owner is not a valid owner name', 400);
   return query;
 }

@@ -3,7 +3,10 @@ import type { UsageRecord } from '@guardian/memo';
 import type { GuardianConfig } from '../config/guardian-config';
 import type { GuardianState } from '../state/guardian-state';
 
-/** The `/guardian/stats` body: at least the keys CONTRACTS §5 lists, plus what the dashboard draws. No message text. */
+/**
+ * The `/guardian/stats` body: at least the keys ARCHITECTURE.md#http-surface lists, plus what the dashboard draws. No
+ * message text.
+ */
 export function buildStats(args: {
   config: GuardianConfig;
   state: GuardianState;

@@ -14,7 +14,9 @@ import {
 
 import { AccessPolicy } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
-import { apiStyleOf, errorBody, ownedRoute } from '../http/api-style';
+import { apiStyleOf } from '../http/api-style';
+import { GuardianError, sendHttpError } from '../http/http-error';
+import { ownedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
 import { OverflowRecovery } from '../compaction/overflow-recovery';
 import { readSessionHeader, sessionRequiredMessage } from '../compaction/session';
@@ -23,8 +25,9 @@ import { requestTiming, type RequestTiming } from '../observability/request-timi
 
 /**
  * The request path, top to bottom: read the body guardian was given (raw bytes), let compaction decide what to
- * forward (it never throws: any failure forwards the client's bytes, CONTRACTS §2), forward it, and stream the
- * answer back as it arrives. An upstream that rejects a compacted-or-not request as too long gets one retry.
+ * forward (it never throws: any failure forwards the client's bytes, ARCHITECTURE.md#fail-open), forward it, and
+ * stream the answer back as it arrives. An upstream that rejects a compacted-or-not request as too long gets one
+ * retry.
  */
 @Injectable()
 export class ProxyService {
@@ -72,16 +75,12 @@ export class ProxyService {
       if (!reply.raw.writableFinished) abort.abort();
     });
 
-    // Team mode (CONTRACTS §6): the token names the owner of the request's session, or refuses it at the door. Read
-    // from the separate header lines, like the session: two different tokens name no one.
+    // Team mode (ARCHITECTURE.md#access): the token names the owner of the request's session, or refuses it at the
+    // door. Read from the separate header lines, like the session: two different tokens name no one.
     const verdict = this.access.proxy(this.access.identify(req.raw.headersDistinct['x-guardian-token']));
     if (!verdict.ok) {
-      const { status, code, message } = verdict.refusal;
       this.obs.metrics.requests.inc({ route: route ?? 'other', outcome: 'refused' });
-      void reply
-        .status(status)
-        .header('content-type', 'application/json')
-        .send(errorBody(apiStyleOf(url, req.headers), status, code, message));
+      void sendHttpError(reply, verdict.refusal, apiStyleOf(url, req.headers));
       return;
     }
 
@@ -89,17 +88,12 @@ export class ProxyService {
     const sessionHeader = readSessionHeader(req.raw.headersDistinct['x-guardian-session']);
     if (route && this.config.env.GUARDIAN_SESSION_HEADER_REQUIRED && sessionHeader.kind !== 'value') {
       this.obs.metrics.requests.inc({ route, outcome: 'refused' });
-      void reply
-        .status(400)
-        .header('content-type', 'application/json')
-        .send(
-          errorBody(
-            apiStyleOf(url, req.headers),
-            400,
-            'GUARDIAN_SESSION_REQUIRED',
-            sessionRequiredMessage(sessionHeader),
-          ),
-        );
+      const refusal = new GuardianError(
+        'GUARDIAN_SESSION_REQUIRED',
+        sessionRequiredMessage(sessionHeader),
+        400,
+      );
+      void sendHttpError(reply, refusal, apiStyleOf(url, req.headers));
       return;
     }
 
@@ -139,27 +133,23 @@ export class ProxyService {
         );
       }
     } catch (err) {
-      const e = err instanceof UpstreamError ? err : undefined;
-      if (exchange) exchange.finish({ status: e?.status ?? 502, upstreamError: true });
+      const e =
+        err instanceof UpstreamError
+          ? err
+          : new UpstreamError('UPSTREAM_UNREACHABLE', 'the upstream could not be reached', 502, {
+              cause: err,
+            });
+      if (exchange) exchange.finish({ status: e.status, upstreamError: true });
       else this.obs.metrics.requests.inc({ route: 'other', outcome: 'upstream_error' });
-      if (abort.signal.aborted || e?.code === 'UPSTREAM_ABORTED') {
+      if (abort.signal.aborted || e.code === 'UPSTREAM_ABORTED') {
         this.obs.logger.debug({ reqId: req.id }, 'client went away before the upstream answered');
         return;
       }
-      const status = e?.status ?? 502;
-      const code = e?.code ?? 'UPSTREAM_UNREACHABLE';
-      this.obs.logger.warn({ reqId: req.id, code, path: path.split('?')[0] }, 'upstream request failed');
-      void reply
-        .status(status)
-        .header('content-type', 'application/json')
-        .send(
-          errorBody(
-            apiStyleOf(url, req.headers),
-            status,
-            code,
-            e?.message ?? 'the upstream could not be reached',
-          ),
-        );
+      this.obs.logger.warn(
+        { reqId: req.id, code: e.code, path: path.split('?')[0] },
+        'upstream request failed',
+      );
+      void sendHttpError(reply, e, apiStyleOf(url, req.headers));
       return;
     }
 

@@ -10,7 +10,7 @@ export type EventKind =
   | 'overflow_recovered'
   | 'archive_deferred';
 
-/** One entry of `/guardian/events`: counts and names only, never message text (CONTRACTS §5). */
+/** One entry of `/guardian/events`: counts and names only, never message text (ARCHITECTURE.md#http-surface). */
 export interface GuardianEvent {
   kind: EventKind;
   at: string;
@@ -82,7 +82,7 @@ export class GuardianState {
     internal: 0,
   };
   upstreamStatus: 'ok' | 'down' | 'unknown' = 'unknown';
-  /** Set by the seal monitor (observability/seal-monitor.ts): `unknown` until the first archive verify ends. */
+  /** Set by the seal monitor (archive-verifier/seal-monitor.ts): `unknown` until the first archive verify ends. */
   sealStatus: 'ok' | 'broken' | 'unknown' = 'unknown';
   sealCheckedAt: string | null = null;
 

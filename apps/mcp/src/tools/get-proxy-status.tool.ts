@@ -2,10 +2,11 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 
 import { GuardianClientError } from '@guardian/client';
+import { RECALL_TOOLS } from '@guardian/compaction';
 
 import { guarded, textResult, type ToolContext } from '../tool-kit';
 
-// The fields the seed documents; the sidecar sends more (CONTRACTS §5), so the object stays open.
+// The fields the seed documents; the sidecar sends more (ARCHITECTURE.md#http-surface), so the object stays open.
 const StatsOutput = z.looseObject({
   version: z.string().optional().describe('Version.'),
   upstream: z.string().optional().describe('URL.'),
@@ -20,7 +21,7 @@ const StatsOutput = z.looseObject({
 /** get_proxy_status: the running sidecar's /guardian/stats, as text and structured output (seed). */
 export function registerGetProxyStatus(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'get_proxy_status',
+    RECALL_TOOLS.getProxyStatus,
     {
       title: 'Proxy status',
       description:
@@ -30,7 +31,7 @@ export function registerGetProxyStatus(server: McpServer, ctx: ToolContext): voi
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
     () =>
-      guarded(ctx, 'get_proxy_status', async () => {
+      guarded(ctx, RECALL_TOOLS.getProxyStatus, async () => {
         const stats = await ctx.client.stats().catch((err: unknown) => {
           throw explained(err, ctx.config.proxyUrl);
         });

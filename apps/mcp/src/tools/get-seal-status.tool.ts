@@ -3,11 +3,12 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { assertRunId, sealAll, type RunVerdict } from '@guardian/archive';
 
 import { LOCAL_READ, guarded, runIdSchema, textResult, unlessNoArchive, type ToolContext } from '../tool-kit';
+import { RECALL_TOOLS } from '@guardian/compaction';
 
 /** get_seal_status: the --verify check, one line per run (seed tool reference). */
 export function registerGetSealStatus(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'get_seal_status',
+    RECALL_TOOLS.getSealStatus,
     {
       title: 'Verify seals',
       description:
@@ -19,7 +20,7 @@ export function registerGetSealStatus(server: McpServer, ctx: ToolContext): void
       annotations: LOCAL_READ,
     },
     ({ run }) =>
-      guarded(ctx, 'get_seal_status', () =>
+      guarded(ctx, RECALL_TOOLS.getSealStatus, () =>
         unlessNoArchive(async () => {
           const { ok, runs } = await sealAll(ctx.archive, {
             run: run === undefined ? undefined : assertRunId(run),

@@ -12,11 +12,12 @@ import {
   unlessNoArchive,
   type ToolContext,
 } from '../tool-kit';
+import { RECALL_TOOLS } from '@guardian/compaction';
 
 /** list_digests: one line per span, newest first, within a token cap (seed tool reference). */
 export function registerListDigests(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'list_digests',
+    RECALL_TOOLS.listDigests,
     {
       title: 'Skim spans',
       description:
@@ -30,7 +31,7 @@ export function registerListDigests(server: McpServer, ctx: ToolContext): void {
       annotations: LOCAL_READ,
     },
     ({ run, max, max_tokens }) =>
-      guarded(ctx, 'list_digests', () =>
+      guarded(ctx, RECALL_TOOLS.listDigests, () =>
         unlessNoArchive(async () => {
           const { entries, text, truncated } = await ctx.archive.digests({
             run: run === undefined ? undefined : assertRunId(run),

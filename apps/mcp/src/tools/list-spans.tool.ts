@@ -4,11 +4,12 @@ import { z } from 'zod';
 import { allRuns, allSpans, assertRunId } from '@guardian/archive';
 
 import { LOCAL_READ, guarded, runIdSchema, textResult, unlessNoArchive, type ToolContext } from '../tool-kit';
+import { RECALL_TOOLS } from '@guardian/compaction';
 
 /** list_spans: runs with their span counts, or one run's span files (seed tool reference). */
 export function registerListSpans(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'list_spans',
+    RECALL_TOOLS.listSpans,
     {
       title: 'List spans',
       description:
@@ -21,7 +22,7 @@ export function registerListSpans(server: McpServer, ctx: ToolContext): void {
       annotations: LOCAL_READ,
     },
     ({ run, max }) =>
-      guarded(ctx, 'list_spans', () =>
+      guarded(ctx, RECALL_TOOLS.listSpans, () =>
         unlessNoArchive(async () => {
           if (run === undefined) {
             const runs = await allRuns(ctx.archive);

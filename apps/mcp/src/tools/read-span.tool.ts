@@ -3,6 +3,8 @@ import { z } from 'zod';
 
 import { assertRunId } from '@guardian/archive';
 
+import { RECALL_TOOLS } from '@guardian/compaction';
+
 import { DATA_LABEL, LOCAL_READ, guarded, runIdSchema, textResult, type ToolContext } from '../tool-kit';
 
 // The seed cuts a read at 20,000 characters and says where the next read starts.
@@ -11,7 +13,7 @@ const MAX_CHARS = 20000;
 /** read_span: one span's messages verbatim, or start..end of them (seed tool reference). */
 export function registerReadSpan(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'read_span',
+    RECALL_TOOLS.readSpan,
     {
       title: 'Read a span',
       description:
@@ -26,7 +28,7 @@ export function registerReadSpan(server: McpServer, ctx: ToolContext): void {
       annotations: LOCAL_READ,
     },
     ({ run, index, start, end }) =>
-      guarded(ctx, 'read_span', async () => {
+      guarded(ctx, RECALL_TOOLS.readSpan, async () => {
         // The archive leaves the counts-only receipt (locally here, or on the sidecar in team mode).
         const read = await ctx.archive.readSpan({
           run: assertRunId(run),

@@ -12,11 +12,12 @@ import {
   unlessNoArchive,
   type ToolContext,
 } from '../tool-kit';
+import { RECALL_TOOLS } from '@guardian/compaction';
 
 /** search_spans: spans and capture journals, best match first (seed tool reference). */
 export function registerSearchSpans(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'search_spans',
+    RECALL_TOOLS.searchSpans,
     {
       title: 'Search spans',
       description:
@@ -30,7 +31,7 @@ export function registerSearchSpans(server: McpServer, ctx: ToolContext): void {
       annotations: LOCAL_READ,
     },
     ({ term, run, max }) =>
-      guarded(ctx, 'search_spans', () =>
+      guarded(ctx, RECALL_TOOLS.searchSpans, () =>
         unlessNoArchive(async () => {
           // The archive leaves the counts-only receipt (seed: "Every recall tool leaves a counts-only receipt").
           const { hits, total, complete } = await ctx.archive.search({

@@ -13,7 +13,7 @@ import {
 import type { GuardianMetrics } from '@guardian/telemetry';
 
 import type { GuardianState } from '../state/guardian-state';
-import type { GuardianLogger } from './guardian-logger';
+import type { GuardianLogger } from '../observability/guardian-logger';
 
 export interface SealMonitorOptions {
   spanDir: string;
@@ -43,8 +43,8 @@ function sameBreak(a: ChainBreak | null, b: ChainBreak | null): boolean {
 /**
  * Keeps `seal_status` and `guardian_archive_seal_ok` honest, always off the request path (docs/adr/0120):
  * - at boot and every `intervalMs`, the whole archive is verified (every replica's runs: the volume is shared,
- *   CONTRACTS §4); a break it finds counts only if the same break is there again `settleMs` later, because another
- *   replica may have been between a span's rename and its chain line;
+ *   ARCHITECTURE.md#files); a break it finds counts only if the same break is there again `settleMs` later,
+ *   because another replica may have been between a span's rename and its chain line;
  * - every `settleMs`, the chain lines this process sealed since the last look are verified, and only those
  *   (`verifyIncrement` up to the head the writer reported): never a span still being written, never a run without
  *   news. It used to re-verify every run of the process after each compaction, queueing checks without bound

@@ -1,6 +1,6 @@
 import { canonicalDigest, type NeutralMessage, type SummaryPrompt } from '@guardian/compaction';
 
-import type { OwnedRoute } from '../../http/api-style';
+import type { OwnedRoute } from './owned-route';
 
 export type Json = Record<string, unknown>;
 
