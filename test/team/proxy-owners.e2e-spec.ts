@@ -73,6 +73,11 @@ describe('team mode on the proxied routes (GUARDIAN_TOKEN_REQUIRED=1)', () => {
       'GUARDIAN_TOKEN_REQUIRED',
     ]);
     expect(stack.stub.requests).toEqual([]);
+    // Except a HEAD, the connectivity probe clients send without their custom headers (Claude Code's HEAD /).
+    const probe = await fetch(`${stack.guardian.url}/`, { method: 'HEAD' });
+    expect(probe.status).not.toBe(401);
+    expect(stack.stub.requests.map((r) => r.method)).toEqual(['HEAD']);
+    stack.stub.reset();
 
     const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
     expect(metrics).toMatch(/^guardian_access_refusals_total\{reason="token_required"\} [4-9]$/m);

@@ -52,11 +52,15 @@ export class AccessPolicy {
     return this.registry.identify(lines);
   }
 
-  /** A forwarded request (every path, the compacted routes and the rest). */
-  proxy(caller: Caller): Verdict<RequestOwner> {
+  /**
+   * A forwarded request (every path, the compacted routes and the rest). A HEAD request needs no token even when
+   * tokens are required: it carries no body either way, and clients send it as a connectivity probe without their
+   * custom headers (Claude Code's `HEAD /`, docs/sessions.md), so refusing it would fail a client that is set up.
+   */
+  proxy(caller: Caller, method: string): Verdict<RequestOwner> {
     if (caller.kind === 'rejected') return this.refuse(invalid(), 'token_invalid');
     if (caller.kind === 'anonymous') {
-      if (!this.config.env.GUARDIAN_TOKEN_REQUIRED) return { ok: true, value: {} };
+      if (!this.config.env.GUARDIAN_TOKEN_REQUIRED || method === 'HEAD') return { ok: true, value: {} };
       return this.refuse(
         new GuardianError(
           'GUARDIAN_TOKEN_REQUIRED',

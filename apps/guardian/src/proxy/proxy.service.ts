@@ -77,7 +77,10 @@ export class ProxyService {
 
     // Team mode (ARCHITECTURE.md#access): the token names the owner of the request's session, or refuses it at the
     // door. Read from the separate header lines, like the session: two different tokens name no one.
-    const verdict = this.access.proxy(this.access.identify(req.raw.headersDistinct['x-guardian-token']));
+    const verdict = this.access.proxy(
+      this.access.identify(req.raw.headersDistinct['x-guardian-token']),
+      req.method,
+    );
     if (!verdict.ok) {
       this.obs.metrics.requests.inc({ route: route ?? 'other', outcome: 'refused' });
       void sendHttpError(reply, verdict.refusal, apiStyleOf(url, req.headers));
