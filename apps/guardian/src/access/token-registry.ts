@@ -76,7 +76,7 @@ export class TokenRegistry {
       // The watcher takes its first stat a little later: a change made before that is read by one look after it
       // (an unchanged content is a no-op).
       registry.firstLook = setTimeout(() => {
-        registry.reloading = registry.reloading.then(() => registry.reload());
+        registry.reloading = registry.reloading.then(() => registry.reload({ extraLook: true }));
       }, interval * 2);
       registry.firstLook.unref();
     }
@@ -142,7 +142,8 @@ export class TokenRegistry {
     this.opts.metrics.tokensLoaded.set(set.owners.size);
   }
 
-  private async reload(): Promise<void> {
+  /** `extraLook`: the one look after boot, which counts nothing the watcher already counted. */
+  private async reload(opts: { extraLook?: boolean } = {}): Promise<void> {
     const { logger, metrics, file } = this.opts;
     if (file === undefined || this.closed) return;
     let text: string;
@@ -157,7 +158,7 @@ export class TokenRegistry {
       return;
     }
     const digest = tokenDigest(text);
-    if (digest === this.contentDigest) return;
+    if (digest === this.contentDigest || (opts.extraLook === true && digest === this.lastRefusal)) return;
     try {
       const set = this.check(text);
       this.use(set, text);
