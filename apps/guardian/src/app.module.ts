@@ -6,6 +6,12 @@ import { InMemoryMemoStore, MemoStore, RedisMemoStore } from '@guardian/memo';
 import { GuardianMetrics, MEMO_OPS } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
 
+import { AccessPolicy } from './access/access-policy';
+import { ArchiveController } from './archive-api/archive.controller';
+import { ArchiveReaders } from './archive-api/archive-readers';
+import { CaptureController } from './archive-api/capture.controller';
+import { CaptureIntake } from './archive-api/capture-intake';
+import { TokenRegistry } from './access/token-registry';
 import { AnswerBookkeeping } from './compaction/answer-bookkeeping';
 import { CaptureService } from './compaction/capture.service';
 import { CompactionEngine } from './compaction/compaction-engine';
@@ -24,7 +30,7 @@ import { SummaryBreaker } from './compaction/summary-breaker';
 import { WindowService } from './compaction/window.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
-import { AccessGuard } from './guardian-api/access.guard';
+import { AccessGuard, ArchiveGuard } from './guardian-api/access.guard';
 import { GuardianController } from './guardian-api/guardian.controller';
 import { HealthController } from './health/health.controller';
 import { SpanVolumeProbe } from './health/span-volume-probe';
@@ -43,7 +49,7 @@ export interface GuardianModuleOptions {
 }
 
 function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Provider[] {
-  const { archive, compaction, memo, proxy } = config;
+  const { access, archive, compaction, memo, proxy } = config;
   return [
     { provide: GuardianConfig, useValue: config },
     { provide: GuardianLogger, useValue: logger },
@@ -79,6 +85,18 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
           logger,
         });
       },
+    },
+    {
+      // Read at boot (a tokens file that cannot be used stops the boot), then again whenever it changes.
+      provide: TokenRegistry,
+      inject: [GuardianMetrics],
+      useFactory: (metrics: GuardianMetrics) =>
+        TokenRegistry.open({
+          file: access.tokensFile,
+          adminToken: access.adminToken,
+          logger,
+          metrics,
+        }),
     },
     { provide: ArchiveWriter, useExisting: SealedArchive },
     {
@@ -117,12 +135,16 @@ export class AppModule {
   static forRoot(options: GuardianModuleOptions): DynamicModule {
     return {
       module: AppModule,
-      controllers: [HealthController, GuardianController],
+      controllers: [HealthController, GuardianController, ArchiveController, CaptureController],
       providers: [
         ...infrastructure(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
         AccessGuard,
+        AccessPolicy,
+        ArchiveGuard,
         AnswerBookkeeping,
+        ArchiveReaders,
+        CaptureIntake,
         CaptureService,
         CompactionEngine,
         CompactionService,

@@ -77,6 +77,9 @@ export async function startGuardian(
     {
       bodyParser: false,
       logger: false,
+      // A provider that cannot start (a tokens file that cannot be used) must reach the caller, which says why: by
+      // default Nest exits 1 on its own, and with its logger off it would say nothing at all.
+      abortOnError: false,
     },
   );
   const fastify = app.getHttpAdapter().getInstance();

@@ -2,6 +2,7 @@ import { computeBudget } from '@guardian/compaction';
 import { createLogger, packageVersion, startOtelSdk } from '@guardian/telemetry';
 import { codeOf } from '@guardian/errors';
 
+import { TokensFileError } from './access/token-file';
 import { startGuardian, type RunningGuardian } from './bootstrap';
 import { ConfigError, GuardianConfig } from './config/guardian-config';
 
@@ -25,6 +26,11 @@ async function main(): Promise<void> {
   try {
     running = await startGuardian(config, logger);
   } catch (err) {
+    if (err instanceof TokensFileError) {
+      // Named without its content: the file holds the tokens.
+      process.stderr.write(`context-guardian: GUARDIAN_TOKENS_FILE cannot be used: ${err.message}\n`);
+      process.exit(1);
+    }
     const why = listenFailure(err);
     if (why === undefined) throw err;
     // One line an operator can act on, not a stack (issue 12 defect 8).

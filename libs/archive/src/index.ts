@@ -23,10 +23,28 @@ export {
   listDigests,
   readSpan,
   type DigestEntry,
+  type DigestList,
   type ReadMessage,
   type ReadSpanResult,
 } from './recall-read';
-export { searchArchive, type SearchHit, type SearchOptions } from './search';
+export { searchArchive, type SearchHit, type SearchOptions, type SearchResult } from './search';
+export { OWNER_PATTERN, inScope, ownerHash, sessionHash, type ArchiveScope } from './owners';
+export {
+  allRuns,
+  allSpans,
+  sealAll,
+  type ArchiveSource,
+  type DigestsRequest,
+  type PageRequest,
+  type ReadSpanRequest,
+  type RunsPage,
+  type SealReport,
+  type SealRequest,
+  type SearchRequest,
+  type SpansPage,
+} from './archive-source';
+export { LocalArchive, type LocalArchiveOptions } from './local-archive';
+export { CAPTURE_ROUTE, archivedLineBytes, captureEnd, captureRuns, captureSpanRange } from './capture-runs';
 export {
   chainHeads,
   verifyArchive,

@@ -51,6 +51,14 @@ async function runVanished(writer: RunWriter): Promise<boolean> {
   }
 }
 
+/**
+ * Open runs are kept per (owner, session): a run's run.json names one owner, so a session hash sent under another
+ * owner (a Claude Code capture posts its own) must never land in a run that owner does not own.
+ */
+function runKey(sessionHash: string, ownerHash: string | null): string {
+  return ownerHash === null ? sessionHash : `${ownerHash}/${sessionHash}`;
+}
+
 function utcStamp(date: Date): string {
   const iso = date.toISOString(); // 2026-10-30T14:30:12.000Z
   return `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}-${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
@@ -108,8 +116,8 @@ export class SealedArchive extends ArchiveWriter {
   }
 
   /** The run this process writes for a session, if it has written one. */
-  async runFor(sessionHash: string): Promise<string | undefined> {
-    const writer = this.runs.get(sessionHash);
+  async runFor(sessionHash: string, ownerHash: string | null = null): Promise<string | undefined> {
+    const writer = this.runs.get(runKey(sessionHash, ownerHash));
     return writer === undefined ? undefined : (await writer).run;
   }
 
@@ -132,8 +140,9 @@ export class SealedArchive extends ArchiveWriter {
     what: 'span' | 'journal',
     write: (writer: RunWriter) => Promise<T>,
   ): Promise<T> {
+    const key = runKey(sessionHash, ownerHash);
     for (let attempt = 1; ; attempt += 1) {
-      const pending = this.writerFor(sessionHash, ownerHash);
+      const pending = this.writerFor(key, sessionHash, ownerHash);
       const writer = await pending;
       try {
         return await write(writer);
@@ -141,27 +150,26 @@ export class SealedArchive extends ArchiveWriter {
         const vanished = await runVanished(writer);
         if (vanished) this.vanished.add(writer.run);
         // A torn run is never written again; the next write opens a fresh run (ARCHITECTURE.md#files, --repair).
-        if ((vanished || writer.poisoned) && this.runs.get(sessionHash) === pending)
-          this.runs.delete(sessionHash);
+        if ((vanished || writer.poisoned) && this.runs.get(key) === pending) this.runs.delete(key);
         if (vanished && attempt === 1) continue;
         throw new ArchiveError('ARCHIVE_WRITE_FAILED', `${what} not written to run ${writer.run}`, { cause });
       }
     }
   }
 
-  private writerFor(sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
-    let writer = this.runs.get(sessionHash);
+  private writerFor(key: string, sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
+    let writer = this.runs.get(key);
     if (writer !== undefined) {
       // Most recently used last, so the first key is the run to close when there are too many.
-      this.runs.delete(sessionHash);
-      this.runs.set(sessionHash, writer);
+      this.runs.delete(key);
+      this.runs.set(key, writer);
     } else {
       writer = this.openRun(sessionHash, ownerHash);
-      this.runs.set(sessionHash, writer);
+      this.runs.set(key, writer);
       // A run that could not be created (full volume) is retried by the next write.
       const opening = writer;
       opening.catch(() => {
-        if (this.runs.get(sessionHash) === opening) this.runs.delete(sessionHash);
+        if (this.runs.get(key) === opening) this.runs.delete(key);
       });
       this.closeLeastRecent();
     }

@@ -1,7 +1,7 @@
 import { ZodError } from 'zod';
 
 import { envSchema } from './env-schema';
-import { parseToolEnv, sidecarUrl } from './tool-env';
+import { parseToolEnv } from './tool-env';
 
 describe('parseToolEnv', () => {
   it("gives a tool the sidecar's own defaults for what is unset or blank", () => {
@@ -34,15 +34,5 @@ describe('parseToolEnv', () => {
     }
     expect(thrown).toBeInstanceOf(ZodError);
     expect((thrown as ZodError).issues[0]?.path).toEqual(['GUARDIAN_RETENTION_DAYS']);
-  });
-});
-
-describe('sidecarUrl', () => {
-  it('is GUARDIAN_URL without a trailing slash, else loopback on GUARDIAN_PORT, else the default port', () => {
-    expect(sidecarUrl({ GUARDIAN_URL: ' https://guardian.example:9000/ ' })).toBe(
-      'https://guardian.example:9000',
-    );
-    expect(sidecarUrl({ GUARDIAN_URL: '', GUARDIAN_PORT: '9100' })).toBe('http://127.0.0.1:9100');
-    expect(sidecarUrl({})).toBe(`http://127.0.0.1:${envSchema.parse({}).GUARDIAN_PORT}`);
   });
 });

@@ -1,4 +1,4 @@
-import { DEFAULT_PORT, envSchema, type GuardianEnv } from './env-schema';
+import { envSchema, type GuardianEnv } from './env-schema';
 
 /**
  * The variables a tool (a CLI, the MCP server) shares with the sidecar, parsed by the sidecar's own rules and
@@ -13,16 +13,6 @@ export function parseToolEnv<K extends keyof GuardianEnv>(
   const all = envSchema.parse(Object.fromEntries(keys.map((k) => [k, nonBlank(env[k])])));
   // zod cannot type a pick by a generic key list; these are exactly the keys K of a parsed GuardianEnv.
   return Object.fromEntries(keys.map((k) => [k, all[k]])) as Pick<GuardianEnv, K>;
-}
-
-/**
- * Where every tool finds the sidecar: GUARDIAN_URL, else http://127.0.0.1:$GUARDIAN_PORT (ARCHITECTURE.md#access).
- * Lenient: the status line and the hooks must print something whatever the environment holds.
- */
-export function sidecarUrl(env: Record<string, string | undefined>): string {
-  const url = nonBlank(env.GUARDIAN_URL);
-  const base = url ?? `http://127.0.0.1:${nonBlank(env.GUARDIAN_PORT) ?? DEFAULT_PORT}`;
-  return base.replace(/\/+$/, '');
 }
 
 function nonBlank(value: string | undefined): string | undefined {

@@ -50,6 +50,8 @@ export interface UsageRecord {
   at: string;
   /** Tools that request offered; a later request with fewer is a helper (ADR 0010). Absent in older records. */
   tools?: number;
+  /** Team mode: the owner hash of the session's developer, so their dashboard and status line see only theirs. */
+  owner?: string;
 }
 
 /** A held lock on one (session, prefix) stretch; release it when the summary is stored or abandoned. */
@@ -73,9 +75,12 @@ export abstract class MemoStore {
   /** Wait until the entry exists or the holder's lock is gone, at most `timeoutMs`; the entry or undefined. */
   abstract waitFor(session: string, prefixHash: string, timeoutMs: number): Promise<MemoEntry | undefined>;
   abstract putUsage(record: UsageRecord): Promise<void>;
-  /** A session's usage, or the most recent of any session when `session` is undefined. */
-  abstract getUsage(session?: string): Promise<UsageRecord | undefined>;
-  /** Sessions with usage, most recent first, at most `limit` (the dashboard's window-fill list). */
-  abstract recentUsage(limit: number): Promise<UsageRecord[]>;
+  /**
+   * A session's usage, or the most recent of any session when `session` is undefined (of the `owner`'s sessions when
+   * an owner hash is given).
+   */
+  abstract getUsage(session?: string, owner?: string): Promise<UsageRecord | undefined>;
+  /** Sessions with usage, most recent first, at most `limit` (the dashboard's window-fill list); one owner's if given. */
+  abstract recentUsage(limit: number, owner?: string): Promise<UsageRecord[]>;
   abstract close(): Promise<void>;
 }

@@ -40,9 +40,14 @@ export class RedisKeys {
     return `${this.prefix}usage:${sessionHash}`;
   }
 
-  /** Sorted set of session hashes scored by the time of their latest usage record (a session part is 64 hex, never "recent"). */
-  recentUsage(): string {
-    return `${this.prefix}usage:recent`;
+  /**
+   * Sorted set of session hashes scored by the time of their latest usage record (a session part is 64 hex, never
+   * "recent"); one per owner in team mode beside the one of every session.
+   */
+  recentUsage(owner?: string): string {
+    return owner === undefined
+      ? `${this.prefix}usage:recent`
+      : `${this.prefix}usage:recent:${this.part(owner)}`;
   }
 
   private part(value: string): string {

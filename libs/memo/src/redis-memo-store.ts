@@ -159,32 +159,34 @@ export class RedisMemoStore extends MemoStore {
   async putUsage(record: UsageRecord): Promise<void> {
     await this.fallback.putUsage(record);
     const sessionHash = this.keys.session(record.session);
-    const recentKey = this.keys.recentUsage();
+    const recentKeys = [this.keys.recentUsage()];
+    if (record.owner !== undefined) recentKeys.push(this.keys.recentUsage(record.owner));
     await this.attempt(
       'putUsage',
       async () => {
         const tx = this.redis
           .multi()
-          .set(this.keys.usageByHash(sessionHash), JSON.stringify(record), 'EX', this.ttlSeconds)
-          .zadd(recentKey, usageTime(record) || Date.now(), sessionHash)
-          // Bounded like the in-process LRU: only the newest GUARDIAN_MAX_SESSIONS sessions are listed.
-          .zremrangebyrank(recentKey, 0, -(this.fallback.maxSessions + 1))
-          .expire(recentKey, this.ttlSeconds);
+          .set(this.keys.usageByHash(sessionHash), JSON.stringify(record), 'EX', this.ttlSeconds);
+        for (const recentKey of recentKeys)
+          tx.zadd(recentKey, usageTime(record) || Date.now(), sessionHash)
+            // Bounded like the in-process LRU: only the newest GUARDIAN_MAX_SESSIONS sessions are listed.
+            .zremrangebyrank(recentKey, 0, -(this.fallback.maxSessions + 1))
+            .expire(recentKey, this.ttlSeconds);
         checkResults(await tx.exec());
       },
       async () => undefined,
     );
   }
 
-  async getUsage(session?: string): Promise<UsageRecord | undefined> {
-    const local = await this.fallback.getUsage(session);
+  async getUsage(session?: string, owner?: string): Promise<UsageRecord | undefined> {
+    const local = await this.fallback.getUsage(session, owner);
     return this.attempt(
       'getUsage',
       async () => {
         let key: string | undefined;
         if (session !== undefined) key = this.keys.usage(session);
         else {
-          const [newest] = await this.redis.zrevrange(this.keys.recentUsage(), 0, 0);
+          const [newest] = await this.redis.zrevrange(this.keys.recentUsage(owner), 0, 0);
           key = newest === undefined ? undefined : this.keys.usageByHash(newest);
         }
         const raw = key === undefined ? null : await this.redis.get(key);
@@ -195,14 +197,14 @@ export class RedisMemoStore extends MemoStore {
     );
   }
 
-  async recentUsage(limit: number): Promise<UsageRecord[]> {
+  async recentUsage(limit: number, owner?: string): Promise<UsageRecord[]> {
     const count = Math.max(0, Math.floor(limit));
-    const local = await this.fallback.recentUsage(count);
+    const local = await this.fallback.recentUsage(count, owner);
     if (count === 0) return [];
     return this.attempt(
       'recentUsage',
       async () => {
-        const hashes = await this.redis.zrevrange(this.keys.recentUsage(), 0, count - 1);
+        const hashes = await this.redis.zrevrange(this.keys.recentUsage(owner), 0, count - 1);
         const raws =
           hashes.length === 0 ? [] : await this.redis.mget(hashes.map((h) => this.keys.usageByHash(h)));
         const bySession = new Map<string, UsageRecord>();

@@ -15,14 +15,27 @@ import {
   ARCHIVE_FAILURE_REASONS,
   SESSION_HEADER_IGNORED_REASONS,
   USAGE_SIDE_KINDS,
+  TOKEN_RELOAD_OUTCOMES,
+  ACCESS_REFUSAL_REASONS,
 } from './metrics';
 
 // Label names a metric may carry, each with the closed set of values it may take. `tool` and `version`
 // are bounded by the code (the MCP tool list, the build), not by a list here.
 const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   route: ROUTES,
-  outcome: [...REQUEST_OUTCOMES, ...SUMMARISER_OUTCOMES, ...RECOVERY_OUTCOMES, ...PRECOMPACT_OUTCOMES],
-  reason: [...COMPACTION_REASONS, ...ARCHIVE_FAILURE_REASONS, ...SESSION_HEADER_IGNORED_REASONS],
+  outcome: [
+    ...REQUEST_OUTCOMES,
+    ...SUMMARISER_OUTCOMES,
+    ...RECOVERY_OUTCOMES,
+    ...PRECOMPACT_OUTCOMES,
+    ...TOKEN_RELOAD_OUTCOMES,
+  ],
+  reason: [
+    ...COMPACTION_REASONS,
+    ...ARCHIVE_FAILURE_REASONS,
+    ...SESSION_HEADER_IGNORED_REASONS,
+    ...ACCESS_REFUSAL_REASONS,
+  ],
   kind: USAGE_SIDE_KINDS,
   stage: FAIL_OPEN_STAGES,
   store: MEMO_STORES,

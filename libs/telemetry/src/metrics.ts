@@ -50,6 +50,10 @@ export const PRECOMPACT_OUTCOMES = ['done', 'used', 'not_needed', 'busy', 'faile
 export const SESSION_HEADER_IGNORED_REASONS = ['empty', 'repeated', 'too_long'] as const;
 /** Requests kept out of a session's usage (ADR 0010): token-count probes and helper requests. */
 export const USAGE_SIDE_KINDS = ['probe', 'helper'] as const;
+/** How a reload of GUARDIAN_TOKENS_FILE ended; on `invalid` and `unreadable` the last good tokens stay in use. */
+export const TOKEN_RELOAD_OUTCOMES = ['loaded', 'invalid', 'unreadable'] as const;
+/** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
+export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
@@ -60,6 +64,8 @@ export type MemoStoreKind = (typeof MEMO_STORES)[number];
 export type MemoOp = (typeof MEMO_OPS)[number];
 export type ArchiveFailureReason = (typeof ARCHIVE_FAILURE_REASONS)[number];
 export type PrecompactOutcome = (typeof PRECOMPACT_OUTCOMES)[number];
+export type TokenReloadOutcome = (typeof TOKEN_RELOAD_OUTCOMES)[number];
+export type AccessRefusalReason = (typeof ACCESS_REFUSAL_REASONS)[number];
 
 const NAMES = {
   requests: 'guardian_requests_total',
@@ -94,6 +100,9 @@ const NAMES = {
   summariserCircuitsOpen: 'guardian_summariser_circuits_open',
   // Not `summary_...`: promtool's linter refuses metric names that contain a metric type.
   summaryWait: 'guardian_summariser_wait_seconds',
+  tokensReloads: 'guardian_tokens_reloads_total',
+  tokensLoaded: 'guardian_tokens_loaded',
+  accessRefusals: 'guardian_access_refusals_total',
   buildInfo: 'guardian_build_info',
 } as const;
 
@@ -262,6 +271,21 @@ export class GuardianMetrics {
     'Time a compacted client request spent getting its summary (near 0 on a memo hit).',
     { labelNames: [], buckets: [0.001, ...SUMMARISER_BUCKETS] },
   );
+  readonly tokensReloads = this.counter(
+    NAMES.tokensReloads,
+    'Reloads of GUARDIAN_TOKENS_FILE after it changed, by outcome (invalid or unreadable: the last good set stays).',
+    ['outcome'],
+  );
+  readonly tokensLoaded = this.gauge(
+    NAMES.tokensLoaded,
+    'Developer tokens in use, from GUARDIAN_TOKENS_FILE (0 without one).',
+    [],
+  );
+  readonly accessRefusals = this.counter(
+    NAMES.accessRefusals,
+    'Requests refused for their X-Guardian-Token (missing where one is required, or not accepted), by reason.',
+    ['reason'],
+  );
   readonly buildInfo = this.gauge(NAMES.buildInfo, 'Always 1; the version label names the running build.', [
     'version',
   ]);
@@ -321,6 +345,8 @@ export class GuardianMetrics {
     for (const outcome of PRECOMPACT_OUTCOMES) this.precompact.inc({ outcome }, 0);
     for (const reason of SESSION_HEADER_IGNORED_REASONS) this.sessionHeaderIgnored.inc({ reason }, 0);
     for (const kind of USAGE_SIDE_KINDS) this.usageSideRequests.inc({ kind }, 0);
+    for (const outcome of TOKEN_RELOAD_OUTCOMES) this.tokensReloads.inc({ outcome }, 0);
+    for (const reason of ACCESS_REFUSAL_REASONS) this.accessRefusals.inc({ reason }, 0);
   }
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {

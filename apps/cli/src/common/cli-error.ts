@@ -2,6 +2,7 @@ import { CommanderError } from 'commander';
 import { ZodError } from 'zod';
 
 import { ArchiveError } from '@guardian/archive';
+import { GuardianClientError } from '@guardian/client';
 import { CodedError, codeOf } from '@guardian/errors';
 
 import type { CliIo } from './cli-io';
@@ -37,7 +38,9 @@ export function handleCliError(err: unknown, io: CliIo, name: string): ExitCode 
     io.stderr.write(`${name}: ${err.code}: ${err.message}\n`);
     return EXIT.NONE;
   }
-  if (ArchiveError.is(err) || CliUsageError.is(err)) {
+  // Read through the sidecar, the archive answers the same codes (ARCHIVE_NOT_FOUND, ARCHIVE_BAD_ID...); a refused
+  // token or an unreachable sidecar is a usage problem too: exit 2 with the reason.
+  if (ArchiveError.is(err) || CliUsageError.is(err) || GuardianClientError.is(err)) {
     io.stderr.write(`${name}: ${err.code}: ${err.message}\n`);
     return EXIT.USAGE;
   }

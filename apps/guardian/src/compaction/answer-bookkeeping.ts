@@ -36,9 +36,14 @@ export class AnswerBookkeeping {
     for (const name of observed.toolNames) {
       if (!RECALL_TOOL_NAMES.has(name)) continue;
       obs.metrics.recallToolCalls.inc({ tool: name });
-      await this.recorder.recallToolCall();
+      await this.recorder.recallToolCall(ctx.session.ownerHash);
     }
-    this.capture.record({ sessionHash: ctx.session.hash, route: ctx.conv.route, messages: ctx.conv.items });
+    this.capture.record({
+      sessionHash: ctx.session.hash,
+      ownerHash: ctx.session.ownerHash,
+      route: ctx.conv.route,
+      messages: ctx.conv.items,
+    });
     this.sessions.touch(ctx.session.hash, d.compactedAt);
     obs.metrics.activeSessions.set(this.sessions.size);
     const previous = await this.memo.getUsage(ctx.session.hash);
@@ -55,6 +60,7 @@ export class AnswerBookkeeping {
     const used = reported ?? d.tokensAfter;
     await this.memo.putUsage({
       session: ctx.session.hash,
+      ...(ctx.session.ownerHash === undefined ? {} : { owner: ctx.session.ownerHash }),
       window: ctx.window.window,
       used_after_compaction: used,
       pct: Math.round((used / ctx.window.window) * 1000) / 10,

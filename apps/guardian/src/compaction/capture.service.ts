@@ -29,6 +29,7 @@ export class CaptureService implements OnModuleDestroy {
 
   record(input: {
     sessionHash: string;
+    ownerHash?: string;
     route: 'chat' | 'messages' | 'responses';
     messages: unknown[];
   }): void {
@@ -37,7 +38,12 @@ export class CaptureService implements OnModuleDestroy {
     const previous = this.queues.get(input.sessionHash) ?? Promise.resolve();
     const next = previous
       .then(() =>
-        journal.record({ sessionHash: input.sessionHash, messages: input.messages, at: new Date() }),
+        journal.record({
+          sessionHash: input.sessionHash,
+          ownerHash: input.ownerHash,
+          messages: input.messages,
+          at: new Date(),
+        }),
       )
       .then(
         () => undefined,

@@ -16,6 +16,8 @@ export interface PrepareInput {
   body: Buffer;
   /** X-Guardian-Session as read once at the edge (it also decides a GUARDIAN_SESSION_HEADER_REQUIRED refusal). */
   sessionHeader: SessionHeader;
+  /** Team mode: the owner X-Guardian-Token named (apps/guardian/src/access). */
+  owner?: { owner?: string; ownerHash?: string };
   signal: AbortSignal;
   reqId: string;
 }

@@ -80,7 +80,7 @@ export class CompactionService {
     }
 
     const firstSystem = topLevelSystemText(conv.json.system) || str(conv.json.instructions);
-    const session = resolveSession(input.sessionHeader, conv.model, conv.messages, firstSystem);
+    const session = resolveSession(input.sessionHeader, conv.model, conv.messages, firstSystem, input.owner);
     if (session.ignored) this.obs.metrics.sessionHeaderIgnored.inc({ reason: session.ignored.reason });
     const dryHeader = input.headers['x-guardian-dry-run'];
     const dryRun = this.config.compaction.dryRun || dryHeader === '1' || dryHeader === 'true';

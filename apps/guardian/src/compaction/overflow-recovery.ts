@@ -60,6 +60,8 @@ export class OverflowRecovery {
         kind: 'overflow_recovered',
         route,
         model: ctx.conv.model,
+        session: ctx.session.hash.slice(0, 8),
+        owner_hash: ctx.session.ownerHash ?? null,
         shape: overflow.shape,
         tokens_before: retry.tokensBefore,
         tokens_after: retry.tokensAfter,

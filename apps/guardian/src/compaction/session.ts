@@ -1,3 +1,4 @@
+import { sessionHash as storedSessionHash } from '@guardian/archive';
 import { hashText, type NeutralMessage } from '@guardian/compaction';
 
 /**
@@ -15,10 +16,15 @@ export type SessionHeader =
   | { kind: 'ignored'; reason: IgnoredReason; detail: string; warning: string };
 
 export interface ResolvedSession {
-  /** The raw key: the header value, or `derived:<hash>`. Never shown: `/guardian/usage?session=` looks it up. */
+  /**
+   * The raw key: the header value, or `derived:<hash>`; in team mode `<owner>/<that>`. Never shown:
+   * `/guardian/usage?session=` looks it up.
+   */
   key: string;
-  /** sha256 hex of the key: used in paths, memo keys and logs. */
+  /** sha256 hex of the key (and owner): used in paths, memo keys and logs. */
   hash: string;
+  /** Team mode: the owner hash of the token that sent the request (run.json, spans, log lines, usage). */
+  ownerHash?: string;
   fromHeader: boolean;
   /** Set when a header was sent but ignored; answered as an X-Guardian-Warning. */
   ignored?: { reason: IgnoredReason; warning: string };
@@ -84,18 +90,27 @@ export function resolveSession(
   model: string,
   messages: readonly Pick<NeutralMessage, 'role' | 'text'>[],
   firstSystem: string,
+  owner?: { owner?: string; ownerHash?: string },
 ): ResolvedSession {
-  if (header.kind === 'value')
-    return { key: header.value, hash: sessionHash(header.value), fromHeader: true };
+  // Team mode (ARCHITECTURE.md#sessions): the owner is part of the session, the derived key's too, so two developers who paste
+  // the same first messages, or send the same header value, never share a session.
+  const scoped = (key: string): Pick<ResolvedSession, 'key' | 'hash' | 'ownerHash'> =>
+    owner?.owner === undefined
+      ? { key, hash: sessionHash(key) }
+      : { key: `${owner.owner}/${key}`, hash: sessionHash(key, owner.owner), ownerHash: owner.ownerHash };
+  if (header.kind === 'value') return { ...scoped(header.value), fromHeader: true };
   const system = firstSystem || messages.find((m) => m.role === 'system')?.text || '';
   const user = messages.find((m) => m.role === 'user')?.text ?? '';
   const key = `derived:${hashText(`${model}\n${system}\n${user}`).slice(0, 16)}`;
-  const session: ResolvedSession = { key, hash: sessionHash(key), fromHeader: false };
+  const session: ResolvedSession = { ...scoped(key), fromHeader: false };
   if (header.kind === 'ignored') session.ignored = { reason: header.reason, warning: header.warning };
   return session;
 }
 
-/** The stored form of a session key; `/guardian/usage?session=<key>` looks a session up by it. */
-export function sessionHash(key: string): string {
-  return hashText(`context-guardian/session\n${key}`);
+/**
+ * The stored form of a session key (libs/archive owns the rule, so the recall tools hash a raw value the same way);
+ * `/guardian/usage?session=<key>` looks a session up by it.
+ */
+export function sessionHash(key: string, owner?: string): string {
+  return storedSessionHash(key, owner);
 }

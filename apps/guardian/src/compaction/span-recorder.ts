@@ -58,7 +58,13 @@ export class SpanRecorder implements OnModuleDestroy {
               : 'other';
       this.obs.metrics.archiveWriteFailures.inc({ reason });
       this.obs.metrics.archiveDeferred.inc();
-      this.obs.state.emit({ kind: 'archive_deferred', route: input.route, model: input.model, reason });
+      this.obs.state.emit({
+        kind: 'archive_deferred',
+        route: input.route,
+        model: input.model,
+        reason,
+        owner_hash: input.ownerHash ?? null,
+      });
       this.obs.failOpen('archive', reason, { route: routeLabel(input.route), model: input.model, err });
       return undefined;
     }
@@ -81,19 +87,18 @@ export class SpanRecorder implements OnModuleDestroy {
     try {
       await this.log.append(line);
       if (!line.dry_run)
-        await this.receipts.record({
-          kind: 'compaction',
-          tokens_before: tokensBefore,
-          tokens_after: tokensAfter,
-        });
+        await this.receipts.record(
+          { kind: 'compaction', tokens_before: tokensBefore, tokens_after: tokensAfter },
+          line.owner_hash ?? undefined,
+        );
     } catch (err) {
       this.obs.failOpen('archive', 'log_write', { route: routeLabel(line.route), model: line.model, err });
     }
   }
 
-  async recallToolCall(): Promise<void> {
+  async recallToolCall(ownerHash?: string): Promise<void> {
     try {
-      await this.receipts.record({ kind: 'recall_tool_call', chars_returned: 0 });
+      await this.receipts.record({ kind: 'recall_tool_call', chars_returned: 0 }, ownerHash);
     } catch (err) {
       this.obs.failOpen('archive', 'receipt_write', { route: 'other', err });
     }

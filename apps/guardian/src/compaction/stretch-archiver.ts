@@ -41,6 +41,7 @@ export class StretchArchiver {
     const written = await this.recorder.write({
       kind: o.kind,
       sessionHash: ctx.session.hash,
+      ownerHash: ctx.session.ownerHash,
       route: conv.route,
       model: conv.model,
       messages: fresh.map((i) => conv.items[i]),
@@ -63,6 +64,7 @@ export class StretchArchiver {
     const ref = await this.recorder.write({
       kind: 'oversized',
       sessionHash: ctx.session.hash,
+      ownerHash: ctx.session.ownerHash,
       route: ctx.conv.route,
       model: ctx.conv.model,
       messages: [ctx.conv.items[index]],

@@ -282,6 +282,8 @@ export class StretchService {
           kind: 'summary_chunked',
           route: conv.route,
           model: conv.model,
+          session: ctx.session.hash.slice(0, 8),
+          owner_hash: ctx.session.ownerHash ?? null,
           calls: result.calls,
         });
       }

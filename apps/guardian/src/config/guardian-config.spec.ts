@@ -53,6 +53,15 @@ describe('GuardianConfig', () => {
     expect(() => load({ [name]: value })).toThrow(new RegExp(`${name}=`));
   });
 
+  it('refuses GUARDIAN_TOKEN_REQUIRED=1 without GUARDIAN_TOKENS_FILE: no developer could ever get in', () => {
+    expect(() => load({ GUARDIAN_TOKEN_REQUIRED: '1' })).toThrow(/needs GUARDIAN_TOKENS_FILE/);
+    expect(
+      load({ GUARDIAN_TOKEN_REQUIRED: '1', GUARDIAN_TOKENS_FILE: '/run/secrets/tokens' }).env,
+    ).toMatchObject({
+      GUARDIAN_TOKEN_REQUIRED: true,
+    });
+  });
+
   it('warns when the reserve is not below the window (half the window is reserved instead)', () => {
     const c = load({ GUARDIAN_NUM_CTX: '4096', GUARDIAN_RESERVE_OUTPUT: '8192' });
     expect(c.warnings.join('\n')).toContain('GUARDIAN_RESERVE_OUTPUT');

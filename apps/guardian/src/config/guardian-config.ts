@@ -131,6 +131,12 @@ export class GuardianConfig {
       });
       throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
     }
+    if (parsed.data.GUARDIAN_TOKEN_REQUIRED && parsed.data.GUARDIAN_TOKENS_FILE === undefined) {
+      // Only developer tokens name owners: requiring a token with none to hand out would lock every client out.
+      throw new ConfigError(
+        'invalid configuration: GUARDIAN_TOKEN_REQUIRED=1 needs GUARDIAN_TOKENS_FILE (the developer tokens)',
+      );
+    }
     return new GuardianConfig(parsed.data, opts.version, opts.home ?? homedir(), raw);
   }
 

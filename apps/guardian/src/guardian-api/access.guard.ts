@@ -1,9 +1,9 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 
+import { AccessPolicy, type Viewer } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianError } from '../http/http-error';
 
@@ -14,12 +14,6 @@ function hostOnly(value: string): string {
   if (v.startsWith('[')) return v.slice(0, v.indexOf(']') + 1);
   const colon = v.lastIndexOf(':');
   return colon === -1 ? v : v.slice(0, colon);
-}
-
-function sameSecret(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 function originHost(origin: string): string {
@@ -92,25 +86,51 @@ export class PageGuard implements CanActivate {
   }
 }
 
+const viewers = new WeakMap<object, Viewer>();
+
+/** The viewer a guard let through for this request (the controllers scope what they answer by it). */
+export function viewerOf(req: FastifyRequest): Viewer {
+  return viewers.get(req.raw) ?? { kind: 'all' };
+}
+
+function admit(policy: AccessPolicy, req: FastifyRequest, door: 'metadata' | 'archive'): boolean {
+  const caller = policy.identify(req.raw.headersDistinct['x-guardian-token']);
+  const verdict = door === 'metadata' ? policy.metadata(caller) : policy.archive(caller);
+  if (!verdict.ok) throw verdict.refusal;
+  viewers.set(req.raw, verdict.value);
+  return true;
+}
+
 /**
- * Access to guardian's own `/guardian/*` data endpoints (ARCHITECTURE.md#access): Host and Origin as {@link PageGuard},
- * then, with GUARDIAN_ADMIN_TOKEN set, `X-Guardian-Token` must carry it (never `Authorization`, which is the
- * upstream's): missing is 401, wrong is 403.
+ * Access to guardian's own `/guardian/*` metadata endpoints (ARCHITECTURE.md#access): Host and Origin as {@link PageGuard},
+ * then the token rules of {@link AccessPolicy.metadata}: with GUARDIAN_ADMIN_TOKEN set, `X-Guardian-Token` must be
+ * the admin's (everything) or a developer's (their own sessions); never `Authorization`, which is the upstream's.
  */
 @Injectable()
 export class AccessGuard implements CanActivate {
-  constructor(private readonly config: GuardianConfig) {}
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly policy: AccessPolicy,
+  ) {}
 
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<FastifyRequest>();
     checkHostAndOrigin(this.config, req);
-    const admin = this.config.access.adminToken;
-    if (!admin) return true;
-    const raw = req.headers['x-guardian-token'];
-    const token = Array.isArray(raw) ? raw[0] : raw;
-    if (!token) throw new GuardianError('GUARDIAN_TOKEN_REQUIRED', 'X-Guardian-Token required', 401);
-    if (!sameSecret(token, admin))
-      throw new GuardianError('GUARDIAN_TOKEN_INVALID', 'X-Guardian-Token not accepted', 403);
-    return true;
+    return admit(this.policy, req, 'metadata');
+  }
+}
+
+/** Access to archive content (`/guardian/archive/*`, `/guardian/capture`): {@link AccessPolicy.archive}. */
+@Injectable()
+export class ArchiveGuard implements CanActivate {
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly policy: AccessPolicy,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const req = context.switchToHttp().getRequest<FastifyRequest>();
+    checkHostAndOrigin(this.config, req);
+    return admit(this.policy, req, 'archive');
   }
 }

@@ -14,6 +14,8 @@ export async function buildStats(args: {
   metrics: GuardianMetrics;
   replica: string;
   memoStore: string;
+  /** Team mode: whose sessions `sessions` lists (a developer's dashboard), null for everyone's. */
+  owner: string | null;
   sessions: UsageRecord[];
   budgetFor: (window: number) => number;
 }): Promise<Record<string, unknown>> {
@@ -81,6 +83,7 @@ export async function buildStats(args: {
         : { fraction: compaction.keepRecent.fraction },
     memo_store: args.memoStore,
     upstream_status: state.upstreamStatus,
+    sessions_of: args.owner,
     seal_status: state.sealStatus,
     seal_checked_at: state.sealCheckedAt,
     sessions: args.sessions.map((s) => ({

@@ -1,6 +1,7 @@
 import { HttpException } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 
+import { ArchiveError, type ArchiveErrorCode } from '@guardian/archive';
 import { CodedError } from '@guardian/errors';
 import { UpstreamError } from '@guardian/upstream';
 
@@ -8,6 +9,8 @@ import { errorBody, type ApiStyle } from './api-style';
 
 /** The codes of guardian's own refusals (docs/ARCHITECTURE.md#fail-open rule 6). */
 export type GuardianErrorCode =
+  | 'GUARDIAN_BAD_CAPTURE'
+  | 'GUARDIAN_BAD_OWNER'
   | 'GUARDIAN_BAD_REQUEST'
   | 'GUARDIAN_BAD_SESSION'
   | 'GUARDIAN_BODY_TOO_LARGE'
@@ -58,10 +61,25 @@ export function toHttpError(err: unknown, style: ApiStyle): HttpError {
   return { status, body: errorBody(style, status, code, message) };
 }
 
+/**
+ * The archive's refusals on the recall API (docs/team.md): a bad id, option or age is the caller's, a run or span that
+ * is missing, or not the caller's, is not found (the same answer). Its other codes are failures: 500.
+ */
+const ARCHIVE_STATUS: Partial<Record<ArchiveErrorCode, number>> = {
+  ARCHIVE_BAD_ID: 400,
+  ARCHIVE_BAD_OPTION: 400,
+  ARCHIVE_BAD_AGE: 400,
+  ARCHIVE_NOT_FOUND: 404,
+};
+
 function describe(err: unknown): { status: number; code: string; message: string } {
   if (err instanceof GuardianError || err instanceof UpstreamError) {
     return { status: err.status, code: err.code, message: err.message };
   }
+  const archiveStatus = err instanceof ArchiveError ? ARCHIVE_STATUS[err.code] : undefined;
+  // The library's message, so a tool reading through the sidecar prints what it prints on a local folder.
+  if (err instanceof ArchiveError && archiveStatus !== undefined)
+    return { status: archiveStatus, code: err.code, message: err.message };
   if (isHttpException(err)) {
     const status = err.getStatus();
     const body = err.getResponse();

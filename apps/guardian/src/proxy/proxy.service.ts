@@ -12,6 +12,7 @@ import {
   type UpstreamResponse,
 } from '@guardian/upstream';
 
+import { AccessPolicy } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
 import { apiStyleOf } from '../http/api-style';
 import { GuardianError, sendHttpError } from '../http/http-error';
@@ -36,6 +37,7 @@ export class ProxyService {
     private readonly compaction: CompactionService,
     private readonly recovery: OverflowRecovery,
     private readonly obs: Observability,
+    private readonly access: AccessPolicy,
   ) {}
 
   /**
@@ -73,6 +75,18 @@ export class ProxyService {
       if (!reply.raw.writableFinished) abort.abort();
     });
 
+    // Team mode (ARCHITECTURE.md#access): the token names the owner of the request's session, or refuses it at the
+    // door. Read from the separate header lines, like the session: two different tokens name no one.
+    const verdict = this.access.proxy(
+      this.access.identify(req.raw.headersDistinct['x-guardian-token']),
+      req.method,
+    );
+    if (!verdict.ok) {
+      this.obs.metrics.requests.inc({ route: route ?? 'other', outcome: 'refused' });
+      void sendHttpError(reply, verdict.refusal, apiStyleOf(url, req.headers));
+      return;
+    }
+
     // Read from the separate header lines: `req.headers` would already have joined two of them with ", ".
     const sessionHeader = readSessionHeader(req.raw.headersDistinct['x-guardian-session']);
     if (route && this.config.proxy.sessionHeaderRequired && sessionHeader.kind !== 'value') {
@@ -99,6 +113,7 @@ export class ProxyService {
               headers: req.headers,
               body: clientBody,
               sessionHeader,
+              owner: verdict.value,
               signal: abort.signal,
               reqId: req.id,
             }),

@@ -1,11 +1,10 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 
-import { fetchProxyStats } from '../proxy-client';
-import { guarded, textResult, type ToolContext } from '../tool-kit';
+import { GuardianClientError } from '@guardian/client';
 import { RECALL_TOOLS } from '@guardian/compaction';
 
-const TIMEOUT_MS = 3000;
+import { guarded, textResult, type ToolContext } from '../tool-kit';
 
 // The fields the seed documents; the sidecar sends more (ARCHITECTURE.md#http-surface), so the object stays open.
 const StatsOutput = z.looseObject({
@@ -33,12 +32,23 @@ export function registerGetProxyStatus(server: McpServer, ctx: ToolContext): voi
     },
     () =>
       guarded(ctx, RECALL_TOOLS.getProxyStatus, async () => {
-        const stats = await fetchProxyStats({
-          baseUrl: ctx.config.proxyUrl,
-          token: ctx.config.token,
-          timeoutMs: TIMEOUT_MS,
+        const stats = await ctx.client.stats().catch((err: unknown) => {
+          throw explained(err, ctx.config.proxyUrl);
         });
-        return textResult(JSON.stringify(stats, null, 2), stats);
+        return textResult(JSON.stringify(stats, null, 2), { ...stats });
       }),
   );
+}
+
+/** The client's error in words a model can act on: where no proxy listens, or that a token is missing. */
+function explained(err: unknown, url: string): unknown {
+  if (!(err instanceof GuardianClientError)) return err;
+  if (err.code === 'SIDECAR_UNREACHABLE')
+    return new GuardianClientError(
+      err.code,
+      `no proxy at ${url} (${err.message}; start it with context-guardian, or set GUARDIAN_URL / GUARDIAN_PORT)`,
+    );
+  if (err.status === 401 || err.status === 403)
+    return new GuardianClientError(err.code, `proxy answered ${err.status}: set GUARDIAN_TOKEN`, err.status);
+  return err;
 }
