@@ -174,6 +174,7 @@ function prefixOf(forwarded: Json, tailLength: number): string {
 }
 
 const recordings = loadRecordings();
+const FC_SEED = Number(process.env.FC_SEED ?? 20261201);
 
 describe.each(recordings.map((r) => [`${r.client} ${r.version}`, r] as const))(
   'the rebuild policy over %s-shaped sessions, through its format adapter',
@@ -243,7 +244,9 @@ describe.each(recordings.map((r) => [`${r.client} ${r.version}`, r] as const))(
             previous = now;
           });
         }),
-        { numRuns: 40 },
+        // A fixed seed: the check below, that the runs reached every measure, must not depend on the draw (one random
+        // draw in a few dozen never spilled). FC_SEED explores other draws; a failure prints the seed to replay.
+        { numRuns: 40, seed: FC_SEED },
       );
       // The runs reached every measure (a property that never compacts proves nothing).
       expect(seen.compacted).toBeGreaterThan(0);
