@@ -8,6 +8,55 @@ const crossProject = {
   patterns: [
     { group: ['@guardian/*/*'], message: 'Import a library through its index: @guardian/<lib>.' },
     { group: ['**/libs/**', '**/apps/**'], message: 'Cross-project imports go through @guardian/<lib>.' },
+    // As immich's server/eslint.config.mjs: a folder reaches a sibling folder by one `../`, never deeper, so a
+    // file's imports say which folders it depends on (docs/ARCHITECTURE.md#layers).
+    {
+      group: ['../../*'],
+      message: 'No deep relative imports: one ../<folder>/<file> at most, or @guardian/<lib>.',
+    },
+  ],
+};
+
+// libs/compaction decides from values only (docs/ARCHITECTURE.md#layers): no file system, network, processes,
+// environment or clock. Hashing (node:crypto) is computation and stays allowed.
+const ioModules = {
+  regex:
+    '^(node:)?(fs|fs/promises|net|http|https|http2|dgram|dns|tls|child_process|cluster|os|worker_threads|process|timers|timers/promises|readline|perf_hooks)$',
+  message: 'libs/compaction is pure: no I/O, processes, environment or clock.',
+};
+// ADR 0015: a code is read off an unknown value by codeOf (libs/errors) or tested with Class.is, never duck-typed.
+const noCodeDuckTyping = {
+  selector: "BinaryExpression[operator='in'][left.value='code']",
+  message:
+    "Read a code with codeOf(err) or test it with Class.is(err, code) (@guardian/errors), not 'code' in err.",
+};
+
+const noClockOrEnv = {
+  'no-restricted-properties': [
+    'error',
+    { object: 'process', message: 'libs/compaction is pure: take the value as an input.' },
+    { object: 'Date', property: 'now', message: 'libs/compaction is pure: take the time as an input.' },
+    {
+      object: 'performance',
+      property: 'now',
+      message: 'libs/compaction is pure: take the time as an input.',
+    },
+  ],
+  'no-restricted-globals': [
+    'error',
+    { name: 'process', message: 'libs/compaction is pure: take the value as an input.' },
+    { name: 'setTimeout', message: 'libs/compaction is pure: no timers.' },
+    { name: 'setInterval', message: 'libs/compaction is pure: no timers.' },
+    { name: 'fetch', message: 'libs/compaction is pure: no network.' },
+  ],
+  'no-restricted-syntax': [
+    'error',
+    {
+      selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+      message: 'libs/compaction is pure: take the time as an input.',
+    },
+    // Repeated here: a file's no-restricted-syntax replaces the general one.
+    noCodeDuckTyping,
   ],
 };
 
@@ -29,11 +78,17 @@ export default tseslint.config(
       '@typescript-eslint/no-extraneous-class': 'off',
       'no-empty': ['error', { allowEmptyCatch: false }],
       'no-restricted-imports': ['error', crossProject],
+      'no-restricted-syntax': ['error', noCodeDuckTyping],
     },
   },
   {
-    // Pure libraries: no other library, no I/O modules.
-    files: ['libs/compaction/**/*.ts', 'libs/telemetry/**/*.ts'],
+    // The one reader of a code off an unknown value.
+    files: ['libs/errors/src/coded-error.ts'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+  {
+    // Libraries that import no other library.
+    files: ['libs/telemetry/**/*.ts', 'libs/errors/**/*.ts', 'libs/config/**/*.ts'],
     ignores: ['**/*.spec.ts'],
     rules: {
       'no-restricted-imports': [
@@ -48,6 +103,24 @@ export default tseslint.config(
     },
   },
   {
+    // The pure library: no other library, no I/O, no environment, no clock.
+    files: ['libs/compaction/**/*.ts'],
+    ignores: ['**/*.spec.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...crossProject.patterns,
+            { group: ['@guardian/*'], message: 'This library imports no other library.' },
+            ioModules,
+          ],
+        },
+      ],
+      ...noClockOrEnv,
+    },
+  },
+  {
     files: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     rules: {
       '@typescript-eslint/no-explicit-any': 'off',
@@ -58,6 +131,19 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-return': 'off',
       '@typescript-eslint/unbound-method': 'off',
       '@typescript-eslint/no-non-null-assertion': 'off',
+      // Tests beside the code may reach the shared fixtures in test/support; nothing else deep.
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...crossProject.patterns.slice(0, 2),
+            {
+              regex: '^(\\.\\./){2,}(?!(\\.\\./)*test/support/)',
+              message: 'No deep relative imports but to test/support.',
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
-import { canonicalJson, sha256Hex } from '@guardian/compaction';
+import { sortedKeyJson, hashText } from '@guardian/compaction';
 import { startStub, type StubBackend } from '@guardian/stub-backend';
 import { createLogger } from '@guardian/telemetry';
 import { Pool } from 'undici';
@@ -200,7 +200,7 @@ function archiveCounts(spanDir: string): { spans: number; archived: number; dupl
       };
       spans += 1;
       for (const m of span.messages ?? []) {
-        const key = sha256Hex(canonicalJson(m));
+        const key = hashText(sortedKeyJson(m));
         seen.set(key, (seen.get(key) ?? 0) + 1);
       }
     }

@@ -13,8 +13,8 @@ import {
   type PlanInput,
 } from '@guardian/compaction';
 
-import { chatAdapter } from '../apps/guardian/src/compaction/formats/chat.adapter';
-import { fillDigests, type ParsedConversation } from '../apps/guardian/src/compaction/formats/format-adapter';
+import { chatAdapter } from '../apps/guardian/src/formats/chat.adapter';
+import { fillDigests, type ParsedConversation } from '../apps/guardian/src/formats/format-adapter';
 import { memoHitBench, replayBench } from './compaction-e2e';
 import { chatRequest, type SessionShape } from './conversation';
 import { envNumber, int, machineLine, ms, summarise, timeMany, writeResults, type Summary } from './support';

@@ -24,7 +24,7 @@ interface Template {
   ask: string;
 }
 
-/** Pinned facts use the seed's pin phrases (CONTRACTS §3), one phrase each. */
+/** Pinned facts use the seed's pin phrases (ARCHITECTURE.md#compaction), one phrase each. */
 const PINNED: Template[] = [
   {
     say: (v) => `Remember this: the staging database host is ${v}.`,

@@ -6,7 +6,7 @@ import { repairRun, verifyArchive, verifyRun } from '@guardian/archive';
 
 import { runWriter } from './support';
 
-// Short variant in CI (CONTRACTS §8); LONG=1 runs hundreds of kill cycles.
+// Short variant in CI (ARCHITECTURE.md#tests); LONG=1 runs hundreds of kill cycles.
 const CYCLES = process.env.LONG === '1' ? 100 : 5;
 const POINTS = ['after-span-fsync', 'after-rename', 'mid-chain-line'] as const;
 

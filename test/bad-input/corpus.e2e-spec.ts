@@ -8,8 +8,9 @@ import { startStack, type Stack } from '../support/stack';
 import { CORPUS, LIMIT, type Entry } from './corpus';
 
 // Bad input loses nothing (docs/RELIABILITY.md): every entry of the corpus either reaches the upstream byte for
-// byte, with the upstream's answer going back, or is refused by guardian where CONTRACTS §2.6 says so, with a stable
-// code. Nothing makes guardian answer 500, and no parser throws (the internal fail-open count stays 0).
+// byte, with the upstream's answer going back, or is refused by guardian where ARCHITECTURE.md#fail-open rule 6 says
+// so, with a stable code. Nothing makes guardian answer 500, and no parser throws (the internal fail-open count stays
+// 0).
 
 const RECALL = join(__dirname, '..', '..', 'bin', 'context-guardian-recall.js');
 

@@ -1,7 +1,8 @@
 // The bad-input corpus: what clients, proxies and attackers send that a well-behaved SDK never would. Each entry
 // says what the client must get. `forwarded`: the request reaches the upstream byte for byte and the client hears
-// the upstream's answer (CONTRACTS §2.1: guardian is never the reason a request fails). A status: guardian refuses
-// itself, only where CONTRACTS §2.6 lets it, with a body shaped like the route's API and a stable code.
+// the upstream's answer (ARCHITECTURE.md#fail-open rule 1: guardian is never the reason a request fails). A status:
+// guardian refuses itself, only where ARCHITECTURE.md#fail-open rule 6 lets it, with a body shaped like the route's
+// API and a stable code.
 
 export const LIMIT = 1024 * 1024;
 

@@ -2,18 +2,18 @@ import fc from 'fast-check';
 
 import { anyJson, BODIES, text } from './arbitraries';
 
-import { anthropicAdapter } from '../../apps/guardian/src/compaction/formats/anthropic.adapter';
-import { chatAdapter } from '../../apps/guardian/src/compaction/formats/chat.adapter';
-import type { FormatAdapter } from '../../apps/guardian/src/compaction/formats/format-adapter';
-import { responsesAdapter } from '../../apps/guardian/src/compaction/formats/responses.adapter';
+import { anthropicAdapter } from '../../apps/guardian/src/formats/anthropic.adapter';
+import { chatAdapter } from '../../apps/guardian/src/formats/chat.adapter';
+import type { FormatAdapter } from '../../apps/guardian/src/formats/format-adapter';
+import { responsesAdapter } from '../../apps/guardian/src/formats/responses.adapter';
 import { readSessionHeader, resolveSession } from '../../apps/guardian/src/compaction/session';
 
 // A fast-check fuzz of the request parsers guardian runs on every owned request (docs/RELIABILITY.md "Bad input").
-// The sidecar would catch a throw and forward the client's bytes (CONTRACTS §2.1), so a throw loses nothing; but
-// it is counted as an internal fail-open, and a parser that throws on some shape never compacts that shape. The
-// property: whatever JSON arrives, parse answers a conversation or "not mine", rebuild answers JSON, and reading
-// answers and usage never throws. Shapes are real requests with any field swapped for any JSON value, plus plain
-// arbitrary JSON. 300 runs per property in `npm test`, 20,000 in the long tier.
+// The sidecar would catch a throw and forward the client's bytes (ARCHITECTURE.md#fail-open rule 1), so a throw loses
+// nothing; but it is counted as an internal fail-open, and a parser that throws on some shape never compacts that
+// shape. The property: whatever JSON arrives, parse answers a conversation or "not mine", rebuild answers JSON, and
+// reading answers and usage never throws. Shapes are real requests with any field swapped for any JSON value, plus
+// plain arbitrary JSON. 300 runs per property in `npm test`, 20,000 in the long tier.
 
 const RUNS = process.env.LONG === '1' ? 20_000 : 300;
 const ADAPTERS: FormatAdapter[] = [chatAdapter, anthropicAdapter, responsesAdapter];

@@ -71,6 +71,7 @@ describe('capture journal', () => {
       expect(await searchArchive({ spanDir, term: 'NOT-JOURNALED-TERM', max: 10 })).toEqual({
         hits: [],
         total: 0,
+        complete: true,
       });
       expect(await readdir(spanDir)).toEqual([]);
     } finally {

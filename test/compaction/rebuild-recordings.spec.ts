@@ -2,13 +2,10 @@ import fc from 'fast-check';
 
 import { requestChars } from '@guardian/compaction';
 
-import { anthropicAdapter } from '../../apps/guardian/src/compaction/formats/anthropic.adapter';
-import { chatAdapter } from '../../apps/guardian/src/compaction/formats/chat.adapter';
-import type {
-  FormatAdapter,
-  ParsedConversation,
-} from '../../apps/guardian/src/compaction/formats/format-adapter';
-import { responsesAdapter } from '../../apps/guardian/src/compaction/formats/responses.adapter';
+import { anthropicAdapter } from '../../apps/guardian/src/formats/anthropic.adapter';
+import { chatAdapter } from '../../apps/guardian/src/formats/chat.adapter';
+import type { FormatAdapter, ParsedConversation } from '../../apps/guardian/src/formats/format-adapter';
+import { responsesAdapter } from '../../apps/guardian/src/formats/responses.adapter';
 import { checkAnthropic, checkResponses, FENCE_TITLE } from '../formats/support/checks';
 import { plantedLedger, simulate, type SimSettings } from '../support/compaction-sim';
 import {
@@ -177,6 +174,7 @@ function prefixOf(forwarded: Json, tailLength: number): string {
 }
 
 const recordings = loadRecordings();
+const FC_SEED = Number(process.env.FC_SEED ?? 20261201);
 
 describe.each(recordings.map((r) => [`${r.client} ${r.version}`, r] as const))(
   'the rebuild policy over %s-shaped sessions, through its format adapter',
@@ -246,7 +244,9 @@ describe.each(recordings.map((r) => [`${r.client} ${r.version}`, r] as const))(
             previous = now;
           });
         }),
-        { numRuns: 40 },
+        // A fixed seed: the check below, that the runs reached every measure, must not depend on the draw (one random
+        // draw in a few dozen never spilled). FC_SEED explores other draws; a failure prints the seed to replay.
+        { numRuns: 40, seed: FC_SEED },
       );
       // The runs reached every measure (a property that never compacts proves nothing).
       expect(seen.compacted).toBeGreaterThan(0);

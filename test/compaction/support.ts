@@ -3,7 +3,7 @@ import { join } from 'node:path';
 
 import type { RecordedRequest, StubBackend } from '@guardian/stub-backend';
 
-/** The heading guardian puts over the pinned facts inside its summary block (CONTRACTS §3). */
+/** The heading guardian puts over the pinned facts inside its summary block (ARCHITECTURE.md#compaction). */
 export const PINS_HEADING = "Pinned facts (kept verbatim at the user's request):";
 /** The fence that closes guardian's summary block. */
 export const FENCE_END = 'CONTEXT-GUARDIAN-ARCHIVE>>>';
@@ -158,7 +158,7 @@ export async function readSpans(spanDir: string): Promise<SpanFile[]> {
   return out;
 }
 
-/** The compaction log lines (CONTRACTS §4) written under `<data>/log`. */
+/** The compaction log lines (ARCHITECTURE.md#files) written under `<data>/log`. */
 export async function readLog(dataDir: string): Promise<Json[]> {
   const dir = join(dataDir, 'log');
   let names: string[];

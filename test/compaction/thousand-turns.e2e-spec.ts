@@ -16,7 +16,7 @@ import {
 /**
  * Issue 11 finding 3: the summary block listed every span reference ever archived, so with the defaults and an 8,192
  * window a 1,000-turn session's system message grew from ~6 KB to ~38 KB and from turn ~656 every request was refused
- * by the backend. What guardian adds must stay bounded whatever the session length (CONTRACTS §3).
+ * by the backend. What guardian adds must stay bounded whatever the session length (ARCHITECTURE.md#compaction).
  */
 const TURNS = 1000;
 const WINDOW = 8192;

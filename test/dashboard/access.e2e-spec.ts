@@ -1,8 +1,9 @@
 import type { Stack } from '../support/stack';
 import { rawGet, startWindowStack } from './support';
 
-// CONTRACTS §6: metadata is open unless GUARDIAN_ADMIN_TOKEN is set; then /guardian/* needs X-Guardian-Token while
-// the probes and /metrics stay open to the cluster. On a loopback bind Host and Origin are checked (DNS rebinding).
+// ARCHITECTURE.md#access: metadata is open unless GUARDIAN_ADMIN_TOKEN is set; then /guardian/* needs
+// X-Guardian-Token while the probes and /metrics stay open to the cluster. On a loopback bind Host and Origin are
+// checked (DNS rebinding).
 
 function codeOf(body: string): unknown {
   return (JSON.parse(body) as { error?: { code?: unknown } }).error?.code;
@@ -90,7 +91,7 @@ describe('Host and Origin checks on a loopback bind', () => {
     },
   );
 
-  it('applies the check to the probes and /metrics too (CONTRACTS §6: every route on a loopback bind)', async () => {
+  it('applies the check to the probes and /metrics too (ARCHITECTURE.md#access: every route on a loopback bind)', async () => {
     for (const path of ['/healthz', '/readyz', '/metrics']) {
       const res = await rawGet(`${url}${path}`, { host: 'evil.example', origin: 'http://evil.example' });
       expect([path, res.status, codeOf(res.body)]).toEqual([path, 403, 'GUARDIAN_HOST_REFUSED']);

@@ -1,9 +1,10 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
+import OpenAI from 'openai';
 import type { Page } from 'playwright-core';
 
-import type { Stack } from '../support/stack';
+import { startStack, type Stack } from '../support/stack';
 import { compactOnce, isLoopback, openChromium, startWindowStack } from './support';
 
 // issue 6 item 2: the page is opened first, then a compaction happens, and the page shows it without a reload.
@@ -118,4 +119,54 @@ describe('/guardian/health with GUARDIAN_ADMIN_TOKEN set', () => {
     expect(authed).toEqual(expect.arrayContaining(['/guardian/stats', '/guardian/events']));
     await page.close();
   });
+});
+
+describe('/guardian/health shows summaries written ahead of need (issue 14 item 6)', () => {
+  let stack: Stack;
+  let browser: Awaited<ReturnType<typeof openChromium>>;
+
+  beforeAll(async () => {
+    stack = await startStack({
+      stub: { window: 8192, summaryDelayMs: 100 },
+      env: { GUARDIAN_PRECOMPACT_THRESHOLD: '0.8', GUARDIAN_RESERVE_OUTPUT: '4096' },
+    });
+    browser = await openChromium();
+  });
+  afterAll(async () => {
+    await browser.close();
+    await stack.close();
+  });
+
+  async function stats(): Promise<{ precompact: { done: number; used: number; running: number } }> {
+    const res = await fetch(`${stack.guardian.url}/guardian/stats`);
+    return (await res.json()) as { precompact: { done: number; used: number; running: number } };
+  }
+
+  it('counts the background summaries used and unused, and that no client waited on one', async () => {
+    const page = await browser.context.newPage();
+    await page.goto(`${stack.guardian.url}/guardian/health`);
+    await page.locator('#stream-status', { hasText: 'live' }).waitFor();
+    expect(await page.locator('#precompact-used').textContent()).toBe('0');
+
+    const client = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-test', maxRetries: 0 });
+    const history: { role: 'system' | 'user' | 'assistant'; content: string }[] = [
+      { role: 'system', content: 'You are a careful engineer.' },
+    ];
+    for (let turn = 1; turn <= 16; turn++) {
+      history.push({ role: 'user', content: `Step ${turn}: ${'rollback tenant ledger cursor '.repeat(60)}` });
+      const res = await client.chat.completions.create({ model: 'stub-model', messages: history });
+      history.push({ role: 'assistant', content: res.choices[0]?.message.content ?? '' });
+      // A person reads the answer; the background summary, if one started, finishes meanwhile.
+      for (let i = 0; i < 400 && (await stats()).precompact.running > 0; i++)
+        await new Promise((r) => setTimeout(r, 25));
+    }
+
+    const { precompact } = await stats();
+    expect(precompact.used).toBeGreaterThan(0);
+    // The page polls; it shows the same figures as /guardian/stats once the next poll lands.
+    await page.locator('#precompact-used', { hasText: String(precompact.used) }).waitFor();
+    expect(await page.locator('#precompact-done').textContent()).toBe(String(precompact.done));
+    expect(await page.locator('#summary-waits').textContent()).toBe('0');
+    await page.close();
+  }, 60_000);
 });

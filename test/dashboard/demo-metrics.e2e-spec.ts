@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 
 import { runDemo } from '../../apps/demo/src/demo';
+import { samples, sumOf, type Sample } from '../support/prom-text';
 
 // issue 6 item 3: after the demo session every metric it names is present, the compactions counter equals the
 // demo's count, and `promtool check metrics` (Debian's prometheus package) has nothing to say about the text.
@@ -22,33 +23,6 @@ const NAMED_IN_ISSUE_6 = [
   'guardian_pins_carried',
   'guardian_oversized_spills_total',
 ];
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** Sample lines of a Prometheus text exposition (label values here never hold `,` or `"`). */
-function samples(text: string): Sample[] {
-  return text
-    .split('\n')
-    .filter((l) => l && !l.startsWith('#'))
-    .map((line) => {
-      const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-      if (!m) throw new Error(`not a sample line: ${line}`);
-      const labels = Object.fromEntries(
-        (m[2] ?? '')
-          .split(',')
-          .filter(Boolean)
-          .map((kv) => {
-            const [k, v] = kv.split('=');
-            return [k!, (v ?? '').replace(/^"|"$/g, '')];
-          }),
-      );
-      return { name: m[1]!, labels, value: Number(m[3]) };
-    });
-}
 
 function promtool(stdin: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
@@ -85,10 +59,7 @@ describe('/metrics after the demo session', () => {
     const compactions = all.filter((s) => s.name === 'guardian_compactions_total');
     expect(compactions.reduce((n, s) => n + s.value, 0)).toBe(report.compactions);
     expect(report.compactions).toBeGreaterThan(0);
-    const byName = (name: string, labels: Record<string, string> = {}) =>
-      all
-        .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-        .reduce((n, s) => n + s.value, 0);
+    const byName = (name: string, labels: Record<string, string> = {}) => sumOf(all, name, labels);
     expect(byName('guardian_compaction_input_tokens_count')).toBe(report.compactions);
     expect(byName('guardian_summariser_duration_seconds_count', { outcome: 'ok' })).toBe(
       report.summariserCalls,

@@ -1,5 +1,5 @@
 // What an operator relies on in the rendered chart: where guardian runs, what it mounts, what it may
-// reach, and that values map 1:1 onto the variables of CONTRACTS §7.
+// reach, and that values map 1:1 onto the variables of ARCHITECTURE.md#configuration.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
@@ -121,6 +121,13 @@ describe('standalone mode with every option', () => {
     expect(mount.readOnly).toBe(true);
     const volume = podSpec(objects).volumes.find((v: any) => v.name === mount.name);
     expect(volume.secret.items).toEqual([{ key: 'tokens', path: 'tokens' }]);
+    // No subPath: the kubelet updates a Secret volume in place, and guardian reloads the file (docs/team.md).
+    expect(mount.subPath).toBeUndefined();
+    const secret = only(objects, 'Secret') as any;
+    expect(volume.secret.secretName).toBe(secret.metadata.name);
+    expect(Buffer.from(secret.data.tokens, 'base64').toString('utf8')).toBe(
+      '{"tok-alice-0123456789abcdef":"alice"}',
+    );
   });
 
   it('puts the anchor dir on a second claim', () => {
@@ -154,6 +161,29 @@ describe('standalone mode with every option', () => {
     const pdb = only(objects, 'PodDisruptionBudget') as any;
     const podLabels = (only(objects, 'Deployment') as any).spec.template.metadata.labels;
     expect(podLabels).toMatchObject(pdb.spec.selector.matchLabels);
+  });
+});
+
+describe('developer tokens from an existing Secret (docs/team.md)', () => {
+  const objects = render({
+    files: ['test/deploy/values/standalone-minimal.yaml'],
+    values: { auth: { existingSecret: 'team-tokens', tokensFileKey: 'developers', adminTokenKey: 'admin' } },
+  });
+  const guardian = container(objects, 'guardian');
+  const env = envOf(guardian);
+
+  it('mounts that Secret’s key by name, read-only, and makes no Secret of its own', () => {
+    expect(find(objects, 'Secret')).toEqual([]);
+    const mount = guardian.volumeMounts.find((m: any) =>
+      env.GUARDIAN_TOKENS_FILE.startsWith(`${m.mountPath}/`),
+    );
+    expect([mount.readOnly, mount.subPath]).toEqual([true, undefined]);
+    const volume = podSpec(objects).volumes.find((v: any) => v.name === mount.name);
+    expect(volume.secret).toMatchObject({
+      secretName: 'team-tokens',
+      items: [{ key: 'developers', path: 'tokens' }],
+    });
+    expect(env.GUARDIAN_ADMIN_TOKEN).toEqual({ secretKeyRef: { name: 'team-tokens', key: 'admin' } });
   });
 });
 

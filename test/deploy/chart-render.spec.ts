@@ -30,7 +30,7 @@ describe.each(OPTION_SETS)('option set %s', (file) => {
 });
 
 describe('values the chart refuses', () => {
-  it('refuses several replicas on a ReadWriteOnce claim (CONTRACTS §4)', () => {
+  it('refuses several replicas on a ReadWriteOnce claim (ARCHITECTURE.md#files)', () => {
     const err = renderError({ values: { replicaCount: 2, persistence: { accessMode: 'ReadWriteOnce' } } });
     expect(err).toContain('ReadWriteMany');
   });

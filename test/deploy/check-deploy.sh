@@ -69,6 +69,7 @@ if command -v docker-compose >/dev/null 2>&1; then
   check_compose "gpu + litellm-behind" -f docker-compose.yml -f deploy/compose/gpu.yml \
     -f deploy/compose/litellm-behind.yml
   check_compose "cpu + litellm-front" -f docker-compose.yml -f deploy/compose/cpu.yml -f deploy/compose/litellm-front.yml
+  check_compose "gpu + team" -f docker-compose.yml -f deploy/compose/gpu.yml -f deploy/compose/team.yml
   rm -rf "$COMPOSE_DIR"
 fi
 

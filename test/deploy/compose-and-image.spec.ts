@@ -7,7 +7,7 @@ import { REPO_ROOT } from './helm';
 
 const read = (path: string): string => readFileSync(join(REPO_ROOT, path), 'utf8');
 
-/** Every variable of CONTRACTS §7, which .env.example must document. */
+/** Every variable of ARCHITECTURE.md#configuration, which .env.example must document. */
 const CONTRACT_VARIABLES = [
   'GUARDIAN_UPSTREAM_URL',
   'GUARDIAN_HOST',
@@ -66,6 +66,7 @@ const COMPOSE_FILES = [
   'deploy/compose/anchor.yml',
   'deploy/compose/litellm-front.yml',
   'deploy/compose/litellm-behind.yml',
+  'deploy/compose/team.yml',
 ];
 
 /** `environment` as a map, whether written as a list (`- KEY=value`, `- KEY`) or a mapping. */
@@ -85,7 +86,7 @@ describe('.env.example', () => {
   const text = read('.env.example');
   const documented = new Set([...text.matchAll(/^#? ?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1]));
 
-  it('documents every variable of CONTRACTS §7', () => {
+  it('documents every variable of ARCHITECTURE.md#configuration', () => {
     expect(CONTRACT_VARIABLES.filter((v) => !documented.has(v))).toEqual([]);
   });
 
@@ -201,6 +202,22 @@ describe('deploy/compose overrides', () => {
     expect(read('Dockerfile')).toMatch(
       /mkdir -p \/data \/anchor \\\n\s+&& chown 10001:10001 \/data \/anchor/,
     );
+  });
+});
+
+describe('deploy/compose/team.yml (docs/team.md)', () => {
+  const team = parse(read('deploy/compose/team.yml'));
+
+  it('mounts the tokens folder read-only and points GUARDIAN_TOKENS_FILE into it, so a rotation reaches guardian', () => {
+    const env = envMap(team.services.guardian.environment);
+    expect(env).toEqual({
+      GUARDIAN_TOKENS_FILE: '/run/guardian-tokens/tokens',
+      GUARDIAN_TOKEN_REQUIRED: '1',
+    });
+    // A folder, not the file: a file bind mount keeps the old inode when the file is replaced.
+    expect(team.services.guardian.volumes).toEqual([
+      '${TEAM_TOKENS_DIR:-./team-tokens}:/run/guardian-tokens:ro',
+    ]);
   });
 });
 

@@ -2,9 +2,9 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * CONTRACTS §7: every GUARDIAN_* variable the code reads is in the README's configuration table, and every row of
- * the table is read somewhere. A variable is "read" where code indexes an env object with it or declares it as a
- * key of an env schema.
+ * ARCHITECTURE.md#configuration: every GUARDIAN_* variable the code reads is in the README's configuration table, and
+ * every row of the table is read somewhere. A variable is "read" where code indexes an env object with it or declares
+ * it as a key of an env schema.
  */
 const ROOT = join(__dirname, '..', '..');
 /** Names that look like variables but are not configuration, with the reason. */

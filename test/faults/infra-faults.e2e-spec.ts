@@ -105,7 +105,7 @@ describe('faults in Redis and the span volume', () => {
     expect(c.archiveDeferred).toBeGreaterThan(0);
     expect(c.failOpen.archive).toBeGreaterThan(0);
     // Every span a request named is on disk, and every stretch evicted while the volume was read-only was archived
-    // once it could be written again (CONTRACTS §2.3; issue 12 defect 1).
+    // once it could be written again (ARCHITECTURE.md#fail-open rule 3; issue 12 defect 1).
     for (const row of got) expect([row.missing, row.unarchived]).toEqual([[], 0]);
     // The one log line per reason says what happened to the request: compacted, not unchanged (defect 8).
     const line = stack.logs.find(

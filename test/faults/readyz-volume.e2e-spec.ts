@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { startStack, type Stack } from '../support/stack';
 import { mountTmpfs, type Tmpfs } from './support/tmpfs';
 
-// /readyz reports the span volume and never gates on it (CONTRACTS §2.2). It must report it truthfully: a full
-// volume is "full", not "writable", and the probe itself writes nothing: it used to re-create a deleted span
-// folder, which hid the deletion (issue 12 defect 8).
+// /readyz reports the span volume and never gates on it (ARCHITECTURE.md#fail-open rule 2). It must report it
+// truthfully: a full volume is "full", not "writable", and the probe itself writes nothing: it used to re-create a
+// deleted span folder, which hid the deletion (issue 12 defect 8).
 
 describe('/readyz on a span volume that fills up, turns read-only and disappears', () => {
   let volume: Tmpfs;
@@ -26,7 +26,7 @@ describe('/readyz on a span volume that fills up, turns read-only and disappears
     await volume?.unmount();
   });
 
-  it('says writable, then full, then read-only, then missing, and stays ready throughout', async () => {
+  it('says writable, then full, then read-only, then missing (read-only when it cannot be created), and stays ready', async () => {
     expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'writable' });
 
     await volume.fill();
@@ -42,5 +42,11 @@ describe('/readyz on a span volume that fills up, turns read-only and disappears
     expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'missing' });
     // The probe looked; it did not put the folder back.
     expect(existsSync(join(volume.dir, 'spans'))).toBe(false);
+
+    // Missing and impossible to create (a fresh root-owned bind mount, for the image's uid): read-only, not missing.
+    volume.readOnly();
+    expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'read-only' });
+    volume.readWrite();
+    expect(await readyz()).toMatchObject({ span_volume: 'missing' });
   });
 });

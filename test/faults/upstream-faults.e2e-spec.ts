@@ -36,7 +36,8 @@ const CASES: Case[] = [
     during: ['ok'],
     counted: (c) => expect(c).toMatchObject({ failOpen: {}, upstreamError: 0, archiveDeferred: 0 }),
   },
-  // Unreachable or silent: guardian answers 502/504 itself (CONTRACTS §2.6 shapes them), each one counted.
+  // Unreachable or silent: guardian answers 502/504 itself (ARCHITECTURE.md#fail-open rule 6 shapes them), each one
+  // counted.
   { fault: 'refuse', during: ['http 502'], counted: (c, notOk) => expect(c.upstreamError).toBe(notOk) },
   { fault: 'hang', during: ['http 504'], counted: (c, notOk) => expect(c.upstreamError).toBe(notOk) },
   // The upstream's own answer, passed through: not guardian's error; the summariser's failure is counted.

@@ -113,6 +113,7 @@ describe('deploy/prometheus/alerts.yml', () => {
       'GuardianDown',
       'GuardianFailOpenRateHigh',
       'GuardianMemoErrors',
+      'GuardianTokensFileRefused',
     ]);
     for (const rule of rules) {
       expect({ alert: rule.alert, unknown: unknownMetrics(metricNames(rule.expr), ['up']) }).toEqual({

@@ -2,9 +2,9 @@ import { request as httpRequest } from 'node:http';
 
 import { startStack, type Stack } from '../support/stack';
 
-// CONTRACTS §6 (changed by issue 12): on a loopback bind EVERY route checks Host and Origin, the proxied /v1/*
-// included, because a web page that rebinds its name to 127.0.0.1 could otherwise drive the user's backend through
-// the sidecar; browsers' CORS preflights are refused there too. Beyond loopback the tokens do that job.
+// ARCHITECTURE.md#access (changed by issue 12): on a loopback bind EVERY route checks Host and Origin, the proxied
+// /v1/* included, because a web page that rebinds its name to 127.0.0.1 could otherwise drive the user's backend
+// through the sidecar; browsers' CORS preflights are refused there too. Beyond loopback the tokens do that job.
 
 interface Raw {
   status: number;

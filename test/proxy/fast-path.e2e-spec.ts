@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 
-import { chatAdapter } from '../../apps/guardian/src/compaction/formats/chat.adapter';
+import { chatAdapter } from '../../apps/guardian/src/formats/chat.adapter';
 import { readSessionHeader, sessionOfConversation } from '../../apps/guardian/src/compaction/session';
 import { filler, forwarded, getJson, postChat, type Json } from '../compaction/support';
 import { startStack, type Stack } from '../support/stack';

@@ -2,7 +2,8 @@ import { startStack, type Stack } from '../support/stack';
 
 /**
  * Bad input loses nothing: bodies of the wrong shape on the routes guardian reads go upstream byte for byte, and the
- * client hears the upstream, never a guardian 500 (CONTRACTS §2.1). Over budget too, where the engine does real work.
+ * client hears the upstream, never a guardian 500 (ARCHITECTURE.md#fail-open rule 1). Over budget too, where the
+ * engine does real work.
  */
 const BIG = 'x '.repeat(40_000);
 const ODD: Record<string, string[]> = {

@@ -1,7 +1,7 @@
 import { startStack, type Stack } from '../support/stack';
 
-// `/guardian/*` is guardian's own namespace (CONTRACTS §5): a path there that guardian does not serve is a 404 from
-// guardian, never forwarded to the upstream (issue 12 defect 8), whatever the method.
+// `/guardian/*` is guardian's own namespace (ARCHITECTURE.md#http-surface): a path there that guardian does not serve
+// is a 404 from guardian, never forwarded to the upstream (issue 12 defect 8), whatever the method.
 
 describe('unknown paths under /guardian', () => {
   let stack: Stack;

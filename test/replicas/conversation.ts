@@ -108,8 +108,8 @@ export function forwardedCompactions(requests: readonly RecordedRequest[]): Forw
 }
 
 /**
- * Stretches seen by the upstream: one per distinct cut among the compacted requests (CONTRACTS §3 "Stretch"),
- * so the expected number of summariser calls is computed from what was forwarded, never typed in.
+ * Stretches seen by the upstream: one per distinct cut among the compacted requests (ARCHITECTURE.md#compaction
+ * "Stretch"), so the expected number of summariser calls is computed from what was forwarded, never typed in.
  */
 export function stretchesSeen(requests: readonly RecordedRequest[]): number {
   return new Set(forwardedCompactions(requests).map((c) => c.evicted)).size;

@@ -1,6 +1,6 @@
 // A replica whose Redis URL is wrong (issue 7 §5): a bad password, a host where nothing listens. It still
 // starts, says at startup what is wrong in words an operator can act on, and answers every request
-// (CONTRACTS §2.1); /readyz stays ready and reports Redis (CONTRACTS §2.2).
+// (ARCHITECTURE.md#fail-open rule 1); /readyz stays ready and reports Redis (ARCHITECTURE.md#fail-open rule 2).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// Redis dies under two live replicas and comes back (issue 7 §4, CONTRACTS §2.1-§2.2): every request is
+// Redis dies under two live replicas and comes back (issue 7 §4, ARCHITECTURE.md#fail-open rules 1-2): every request is
 // still answered, the outage is counted and logged once per replica, and Redis is used again on its own.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

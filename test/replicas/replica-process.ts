@@ -1,5 +1,6 @@
 // A sidecar replica as a separate child process: the built `dist/apps/guardian/src/main.js`, configured only
-// through GUARDIAN_* variables (CONTRACTS §7), as a pod behind a Kubernetes Service would run it (issue 7 §5).
+// through GUARDIAN_* variables (ARCHITECTURE.md#configuration), as a pod behind a Kubernetes Service would run it
+// (issue 7 §5).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';

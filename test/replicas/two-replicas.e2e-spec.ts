@@ -37,7 +37,7 @@ describe('two replicas sharing one Redis', () => {
       GUARDIAN_MEMO_TTL: '600',
       GUARDIAN_RESERVE_OUTPUT: '1024',
       // Half the room kept verbatim: each stretch then fits one summariser call even before calibration,
-      // so one call per stretch is the whole expectation (CONTRACTS §3 "Stretch").
+      // so one call per stretch is the whole expectation (ARCHITECTURE.md#compaction "Stretch").
       GUARDIAN_KEEP_RECENT_FRACTION: '0.5',
       // Generous per-command bound: a loaded CI machine must not turn a slow reply into an outage here.
       GUARDIAN_REDIS_TIMEOUT_MS: '1000',

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 
 import { startStub, type StubBackend, type StubOptions } from '@guardian/stub-backend';
 import { createLogger } from '@guardian/telemetry';
+import type { Logger } from 'pino';
 
 import { startGuardian, type RunningGuardian } from '../../apps/guardian/src/bootstrap';
 import { GuardianConfig } from '../../apps/guardian/src/config/guardian-config';
@@ -24,7 +25,7 @@ export interface Stack {
  * `env` overrides GUARDIAN_* variables (the upstream and the data dir are filled in).
  */
 export async function startStack(
-  opts: { stub?: StubOptions; env?: Record<string, string> } = {},
+  opts: { stub?: StubOptions; env?: Record<string, string>; logger?: Logger } = {},
 ): Promise<Stack> {
   const stub = await startStub(opts.stub);
   const dataDir = await mkdtemp(join(tmpdir(), 'cg-test-'));
@@ -40,7 +41,7 @@ export async function startStack(
     },
     { version: 'test', home: dataDir },
   );
-  const logger = createLogger({ level: config.env.GUARDIAN_LOG_LEVEL });
+  const logger = opts.logger ?? createLogger({ level: config.env.GUARDIAN_LOG_LEVEL });
   const guardian = await startGuardian(config, logger, { port: 0 });
   let stopped: Promise<void> | undefined;
   const stopGuardian = () => (stopped ??= guardian.close(200));

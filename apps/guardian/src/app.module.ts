@@ -6,6 +6,12 @@ import { InMemoryMemoStore, MemoStore, RedisMemoStore } from '@guardian/memo';
 import { GuardianMetrics, MEMO_OPS } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
 
+import { AccessPolicy } from './access/access-policy';
+import { ArchiveController } from './archive-api/archive.controller';
+import { ArchiveReaders } from './archive-api/archive-readers';
+import { CaptureController } from './archive-api/capture.controller';
+import { CaptureIntake } from './archive-api/capture-intake';
+import { TokenRegistry } from './access/token-registry';
 import { AnswerBookkeeping } from './compaction/answer-bookkeeping';
 import { CaptureService } from './compaction/capture.service';
 import { CompactionEngine } from './compaction/compaction-engine';
@@ -26,7 +32,7 @@ import { SummaryBreaker } from './compaction/summary-breaker';
 import { WindowService } from './compaction/window.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
-import { AccessGuard } from './guardian-api/access.guard';
+import { AccessGuard, ArchiveGuard } from './guardian-api/access.guard';
 import { GuardianController } from './guardian-api/guardian.controller';
 import { HealthController } from './health/health.controller';
 import { SpanVolumeProbe } from './health/span-volume-probe';
@@ -45,7 +51,7 @@ export interface GuardianModuleOptions {
 }
 
 function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Provider[] {
-  const env = config.env;
+  const { access, archive, compaction, memo, proxy } = config;
   return [
     { provide: GuardianConfig, useValue: config },
     { provide: GuardianLogger, useValue: logger },
@@ -59,8 +65,8 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
       useFactory: () =>
         new UpstreamClient({
           origin: config.upstream.origin,
-          timeoutSeconds: env.GUARDIAN_UPSTREAM_TIMEOUT,
-          connectTimeoutSeconds: env.GUARDIAN_UPSTREAM_CONNECT_TIMEOUT,
+          timeoutSeconds: proxy.upstreamTimeoutSeconds,
+          connectTimeoutSeconds: proxy.connectTimeoutSeconds,
           onWait: recordUpstreamWait,
         }),
     },
@@ -68,19 +74,31 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
       provide: MemoStore,
       inject: [GuardianMetrics],
       useFactory: (metrics: GuardianMetrics): MemoStore => {
-        const local = new InMemoryMemoStore({ maxSessions: env.GUARDIAN_MAX_SESSIONS });
-        if (!env.GUARDIAN_REDIS_URL) return local;
+        const local = new InMemoryMemoStore({ maxSessions: compaction.maxSessions });
+        if (!memo.redisUrl) return local;
         return new RedisMemoStore({
-          url: env.GUARDIAN_REDIS_URL,
-          prefix: env.GUARDIAN_REDIS_PREFIX,
-          ttlSeconds: env.GUARDIAN_MEMO_TTL,
-          commandTimeoutMs: env.GUARDIAN_REDIS_TIMEOUT_MS,
+          url: memo.redisUrl,
+          prefix: memo.redisPrefix,
+          ttlSeconds: memo.ttlSeconds,
+          commandTimeoutMs: memo.redisTimeoutMs,
           fallback: local,
           onError: (op) =>
             metrics.memoErrors.inc({ op: (MEMO_OPS as readonly string[]).includes(op) ? op : 'get' }),
           logger,
         });
       },
+    },
+    {
+      // Read at boot (a tokens file that cannot be used stops the boot), then again whenever it changes.
+      provide: TokenRegistry,
+      inject: [GuardianMetrics],
+      useFactory: (metrics: GuardianMetrics) =>
+        TokenRegistry.open({
+          file: access.tokensFile,
+          adminToken: access.adminToken,
+          logger,
+          metrics,
+        }),
     },
     { provide: ArchiveWriter, useExisting: SealedArchive },
     {
@@ -89,10 +107,11 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
         new SealedArchive({
           spanDir: config.paths.spanDir,
           anchorDir: config.paths.anchorDir,
-          keepSpans: env.GUARDIAN_KEEP_SPANS,
+          keepSpans: archive.keepSpans,
           replica: runtime.replica,
           // One open run per session in memory, bounded like the sessions themselves.
-          maxOpenRuns: env.GUARDIAN_MAX_SESSIONS,
+          maxOpenRuns: compaction.maxSessions,
+          crashPoint: config.testCrashPoint,
           onWarning: (w) =>
             logger.warn({ warning: w }, 'archive side write failed; the span itself is sealed'),
         }),
@@ -118,12 +137,16 @@ export class AppModule {
   static forRoot(options: GuardianModuleOptions): DynamicModule {
     return {
       module: AppModule,
-      controllers: [HealthController, GuardianController],
+      controllers: [HealthController, GuardianController, ArchiveController, CaptureController],
       providers: [
         ...infrastructure(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
         AccessGuard,
+        AccessPolicy,
+        ArchiveGuard,
         AnswerBookkeeping,
+        ArchiveReaders,
+        CaptureIntake,
         CaptureService,
         CompactionEngine,
         CompactionService,

@@ -17,7 +17,9 @@ import { ProxyService } from './proxy/proxy.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
 import { HostGate } from './guardian-api/access.guard';
-import { apiStyleOf, errorBody, ownedRoute } from './http/api-style';
+import { apiStyleOf } from './http/api-style';
+import { GuardianError, sendHttpError } from './http/http-error';
+import { ownedRoute } from './formats/owned-route';
 import { keepRawBodies } from './http/raw-body';
 import { Observability } from './observability/observability';
 import type { GuardianLogger } from './observability/guardian-logger';
@@ -41,9 +43,10 @@ export async function startGuardian(
   opts: { port?: number } = {},
 ): Promise<RunningGuardian> {
   const runtime = new GuardianRuntime();
-  const env = config.env;
+  const edge = config.proxy;
   // The span folder is made once at boot, so that /readyz's "missing" means it vanished later (the probe only
-  // looks). A volume that cannot take it now is not fatal: spans are deferred until it can (CONTRACTS §2.3).
+  // looks). A volume that cannot take it now is not fatal: spans are deferred until it can (ARCHITECTURE.md#fail-open
+  // rule 3).
   await mkdir(config.paths.spanDir, { recursive: true, mode: 0o700 }).catch((err: unknown) =>
     logger.warn(
       { err: err instanceof Error ? err.message : String(err) },
@@ -52,16 +55,16 @@ export async function startGuardian(
   );
   // The proxied paths are served by a node:http front that runs before Fastify (ADR 0013); it exists once the
   // app's providers do, and until then (never while listening) every request is Fastify's.
-  const edge: { front?: ProxyFront } = {};
+  const doors: { front?: ProxyFront } = {};
   const adapter = new FastifyAdapter({
-    bodyLimit: env.GUARDIAN_MAX_BODY_BYTES,
+    bodyLimit: edge.maxBodyBytes,
     // Clients and SDKs send a request id; reuse it in logs so a request can be followed across hops.
     requestIdHeader: 'x-request-id',
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
     serverFactory: (handler: FastifyServerFactoryHandler) => {
       const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-        if (edge.front?.owns(req)) edge.front.serve(req, res);
+        if (doors.front?.owns(req)) doors.front.serve(req, res);
         else handler(req, res);
       });
       // Hand the upstream's answer back as it arrives, however long the summariser or the model takes: no socket
@@ -78,32 +81,32 @@ export async function startGuardian(
     {
       bodyParser: false,
       logger: false,
+      // A provider that cannot start (a tokens file that cannot be used) must reach the caller, which says why: by
+      // default Nest exits 1 on its own, and with its logger off it would say nothing at all.
+      abortOnError: false,
     },
   );
   const fastify = app.getHttpAdapter().getInstance();
-  keepRawBodies(fastify, env.GUARDIAN_MAX_BODY_BYTES);
+  keepRawBodies(fastify, edge.maxBodyBytes);
   // Guardian's own endpoints count as route "guardian" (the proxy path counts its own outcomes).
   const metrics = app.get(GuardianMetrics);
-  // DNS rebinding (CONTRACTS §6): on a loopback bind every route checks Host and Origin before anything else runs,
-  // the proxied ones included (in the front); a refused request is never read, parsed or forwarded.
+  // DNS rebinding (ARCHITECTURE.md#access): on a loopback bind every route checks Host and Origin before anything
+  // else runs, the proxied ones included (in the front); a refused request is never read, parsed or forwarded.
   const gate = new HostGate(config);
   // Everything guardian does not own goes upstream: every method, every path, through the node:http front.
-  edge.front = new ProxyFront({
+  doors.front = new ProxyFront({
     proxy: app.get(ProxyService),
     gate,
     metrics,
     logger,
-    bodyLimit: env.GUARDIAN_MAX_BODY_BYTES,
+    bodyLimit: edge.maxBodyBytes,
   });
   fastify.addHook('onRequest', (req, reply, done) => {
     const refusal = gate.verdict(req.method, req.headers);
     if (!refusal) return done();
     if (!isOwnEndpoint(req.url))
       metrics.requests.inc({ route: ownedRoute(req.method, req.url) ?? 'other', outcome: 'refused' });
-    void reply
-      .status(refusal.status)
-      .header('content-type', 'application/json')
-      .send(errorBody(apiStyleOf(req.url, req.headers), refusal.status, refusal.code, refusal.message));
+    void sendHttpError(reply, refusal, apiStyleOf(req.url, req.headers));
   });
   // Once shutting down, every answer not yet started tells the client to close its connection, so no kept-alive
   // socket holds the process until the grace ends and no client reuses one that is about to go.
@@ -114,7 +117,7 @@ export async function startGuardian(
   });
   // Fastify answers 503 to requests that arrive once it is closing; the front does the same for the proxied ones.
   fastify.addHook('preClose', (done) => {
-    edge.front?.refuseNew();
+    doors.front?.refuseNew();
     done();
   });
   fastify.addHook('onResponse', (req, reply, done) => {
@@ -123,25 +126,24 @@ export async function startGuardian(
     }
     done();
   });
-  // `/guardian/*` is guardian's own namespace (CONTRACTS §5): a path there it does not serve (or a method it does not
-  // take) is its own 404, never the upstream's business. Its static routes win over this wildcard.
+  // `/guardian/*` is guardian's own namespace (ARCHITECTURE.md#http-surface): a path there it does not serve (or a
+  // method it does not take) is its own 404, never the upstream's business. Its static routes win over this wildcard.
   const notFound = async (req: FastifyRequest, reply: FastifyReply) =>
-    reply
-      .status(404)
-      .header('content-type', 'application/json')
-      .send(
-        errorBody(apiStyleOf(req.url, req.headers), 404, 'GUARDIAN_NOT_FOUND', 'no such guardian endpoint'),
-      );
+    sendHttpError(
+      reply,
+      new GuardianError('GUARDIAN_NOT_FOUND', 'no such guardian endpoint', 404),
+      apiStyleOf(req.url, req.headers),
+    );
   const methods = [...PROXIED_METHODS];
   fastify.route({ method: methods, url: '/guardian', handler: notFound, exposeHeadRoute: false });
   fastify.route({ method: methods, url: '/guardian/*', handler: notFound, exposeHeadRoute: false });
-  await app.listen(opts.port ?? env.GUARDIAN_PORT, env.GUARDIAN_HOST);
+  await app.listen(opts.port ?? edge.port, edge.host);
   const memo = app.get(MemoStore);
   // The store logs its own warning naming the target and the cause; requests are served from the local memo.
   if (memo instanceof RedisMemoStore) await memo.connect();
   const address = fastify.server.address();
-  const port = typeof address === 'object' && address ? address.port : env.GUARDIAN_PORT;
-  const shownHost = env.GUARDIAN_HOST.includes(':') ? `[${env.GUARDIAN_HOST}]` : env.GUARDIAN_HOST;
+  const port = typeof address === 'object' && address ? address.port : edge.port;
+  const shownHost = edge.host.includes(':') ? `[${edge.host}]` : edge.host;
   return {
     app,
     url: `http://${shownHost}:${port}`,
@@ -151,7 +153,7 @@ export async function startGuardian(
       // Requests in flight (a long SSE answer) get `graceMs` to finish, then their connections are closed:
       // Kubernetes sends SIGKILL 30 s after SIGTERM by default.
       closing = true;
-      edge.front?.drain();
+      doors.front?.drain();
       const timer = setTimeout(() => fastify.server.closeAllConnections(), graceMs);
       timer.unref();
       // Node closes the connections that are idle when close() is called, but one whose answer had already started

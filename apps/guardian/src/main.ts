@@ -1,6 +1,8 @@
 import { computeBudget } from '@guardian/compaction';
 import { createLogger, packageVersion, startOtelSdk } from '@guardian/telemetry';
+import { codeOf } from '@guardian/errors';
 
+import { TokensFileError } from './access/token-file';
 import { startGuardian, type RunningGuardian } from './bootstrap';
 import { ConfigError, GuardianConfig } from './config/guardian-config';
 
@@ -16,32 +18,35 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const env = config.env;
-  const logger = createLogger({ level: env.GUARDIAN_LOG_LEVEL, name: 'context-guardian' });
+  const { compaction, proxy } = config;
+  const logger = createLogger({ level: config.env.GUARDIAN_LOG_LEVEL, name: 'context-guardian' });
   for (const w of config.warnings) logger.warn({}, w);
   const otel = await startOtelSdk(process.env);
   let running: RunningGuardian;
   try {
     running = await startGuardian(config, logger);
   } catch (err) {
+    if (err instanceof TokensFileError) {
+      // Named without its content: the file holds the tokens.
+      process.stderr.write(`context-guardian: GUARDIAN_TOKENS_FILE cannot be used: ${err.message}\n`);
+      process.exit(1);
+    }
     const why = listenFailure(err);
     if (why === undefined) throw err;
     // One line an operator can act on, not a stack (issue 12 defect 8).
-    process.stderr.write(
-      `context-guardian: cannot listen on ${env.GUARDIAN_HOST}:${env.GUARDIAN_PORT}: ${why}\n`,
-    );
+    process.stderr.write(`context-guardian: cannot listen on ${proxy.host}:${proxy.port}: ${why}\n`);
     process.exit(1);
   }
   const dashboard = config.dashboardUrlFor(Number(new URL(running.url).port));
 
-  const window = env.GUARDIAN_NUM_CTX;
+  const window = compaction.window;
   const budget = window
-    ? computeBudget(window, env.GUARDIAN_COMPACT_THRESHOLD, env.GUARDIAN_RESERVE_OUTPUT).budget
+    ? computeBudget(window, compaction.threshold, compaction.reserveOutput).budget
     : undefined;
   const keep =
-    env.GUARDIAN_KEEP_RECENT_MESSAGES !== undefined
-      ? `last ${env.GUARDIAN_KEEP_RECENT_MESSAGES} messages`
-      : `${Math.round(env.GUARDIAN_KEEP_RECENT_FRACTION * 100)}% of (window - reserve), at least 4 messages`;
+    compaction.keepRecent.messages !== undefined
+      ? `last ${compaction.keepRecent.messages} messages`
+      : `${Math.round(compaction.keepRecent.fraction * 100)}% of (window - reserve), at least 4 messages`;
   logger.info(
     {
       version: config.version,
@@ -52,7 +57,7 @@ async function main(): Promise<void> {
       dashboard,
       replica: running.runtime.replica,
     },
-    `context-guardian ${config.version} on ${running.url} -> ${config.upstream.shown}; window ${window ?? 'detected per model'}, budget ${budget ?? `${env.GUARDIAN_COMPACT_THRESHOLD} x window (min window - ${env.GUARDIAN_RESERVE_OUTPUT})`}, keep recent: ${keep}; dashboard ${dashboard}`,
+    `context-guardian ${config.version} on ${running.url} -> ${config.upstream.shown}; window ${window ?? 'detected per model'}, budget ${budget ?? `${compaction.threshold} x window (min window - ${compaction.reserveOutput})`}, keep recent: ${keep}; dashboard ${dashboard}`,
   );
 
   const shutdown = async (signal: string) => {
@@ -67,7 +72,7 @@ async function main(): Promise<void> {
 
 /** Why the bind failed, in words, for the errors an operator causes by configuration; else undefined. */
 function listenFailure(err: unknown): string | undefined {
-  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  const code = codeOf(err) ?? '';
   if (code === 'EADDRINUSE')
     return 'the address is in use; set GUARDIAN_PORT to a free port or stop what holds it';
   if (code === 'EACCES')

@@ -2,6 +2,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 
 import { z } from 'zod';
+import { codeOf } from '@guardian/errors';
 
 // The Claude Code hook (context-guardian-claude-code capture) keeps one ledger per session under
 // `<data dir>/claude-code/sessions/<session hash>.json`: the transcript it copies and the transcript offset
@@ -31,7 +32,7 @@ export async function readLedgers(dir: string): Promise<HookLedger[]> {
   try {
     names = await fsp.readdir(dir);
   } catch (err: unknown) {
-    if (typeof err === 'object' && err !== null && 'code' in err && err.code === 'ENOENT') return [];
+    if (codeOf(err) === 'ENOENT') return [];
     throw err;
   }
   const out: HookLedger[] = [];

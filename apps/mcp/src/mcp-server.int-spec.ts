@@ -7,11 +7,14 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 
-import { Receipts, SealedArchive, sha256Hex } from '@guardian/archive';
+import { ownerHash, SealedArchive, sha256Hex } from '@guardian/archive';
+import { RECALL_TOOL_NAMES } from '@guardian/compaction';
 import { createLogger } from '@guardian/telemetry';
 
+import { startStack } from '../../../test/support/stack';
 import { loadMcpConfig } from './mcp-config';
 import { createGuardianMcpServer } from './server';
+import { toolContext } from './tool-kit';
 
 const NOW = new Date('2026-11-01T12:00:00Z');
 const PLANTED = 'The staging database password rotates every Tuesday at 04:00 UTC.';
@@ -21,11 +24,13 @@ interface Harness {
   close(): Promise<void>;
 }
 
-async function connect(env: Record<string, string>, home: string): Promise<Harness> {
-  const config = loadMcpConfig(env, home, NOW);
-  const receipts = new Receipts({ receiptsDir: config.paths.receiptsDir, replica: 'mcp1', now: () => NOW });
+async function connect(env: Record<string, string>, home: string, flagUrl?: string): Promise<Harness> {
+  const config = loadMcpConfig(env, home, NOW, flagUrl);
   const logger = createLogger({ level: 'silent' });
-  const server = createGuardianMcpServer({ config, logger, receipts }, { name: 'test', version: '0.0.0' });
+  const server = createGuardianMcpServer(
+    toolContext(config, logger, () => NOW),
+    { name: 'test', version: '0.0.0' },
+  );
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
   const client = new Client({ name: 'jest', version: '0.0.0' });
@@ -44,15 +49,124 @@ function text(result: Awaited<ReturnType<Client['callTool']>>): string {
   return content.map((c) => c.text ?? '').join('\n');
 }
 
-describe('context-guardian-mcp', () => {
-  let dataDir: string;
+/**
+ * Where the archive tools read: a span folder on this machine, or (team mode, issue 15) a sidecar's volume through
+ * its API with alice's developer token, beside a run of bob's that alice must never see. The same tests run on both.
+ */
+interface Mode {
+  /** The data folder the archive (and its receipts) live in. */
+  dataDir: string;
+  ownerHash: string | undefined;
+  connect(): Promise<Harness>;
+  /** A place with no archive at all. */
+  fresh(): Promise<{ mcp: Harness; done(): Promise<void> }>;
+  close(): Promise<void>;
+}
+
+const ALICE_TOKEN = 'tok-alice-mcp-4f19c2a8';
+const BOB_TOKEN = 'tok-bob-mcp-81d3e6b05c';
+
+async function localMode(): Promise<Mode> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cg-mcp-'));
+  return {
+    dataDir,
+    ownerHash: undefined,
+    connect: () => connect({ GUARDIAN_DATA_DIR: dataDir, GUARDIAN_PORT: '1' }, '/nonexistent-home'),
+    async fresh() {
+      const empty = mkdtempSync(join(tmpdir(), 'cg-mcp-empty-'));
+      const mcp = await connect({ GUARDIAN_DATA_DIR: empty }, '/nonexistent-home');
+      return {
+        mcp,
+        async done() {
+          await mcp.close();
+          rmSync(empty, { recursive: true, force: true });
+        },
+      };
+    },
+    async close() {
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function remoteMode(): Promise<Mode> {
+  const tokens = mkdtempSync(join(tmpdir(), 'cg-mcp-tokens-'));
+  writeFileSync(join(tokens, 'tokens'), `${ALICE_TOKEN} alice\n${BOB_TOKEN} bob\n`);
+  const env = { GUARDIAN_TOKENS_FILE: join(tokens, 'tokens'), GUARDIAN_HOST: '0.0.0.0' };
+  const stack = await startStack({ env });
+  const url = `http://127.0.0.1:${new URL(stack.guardian.url).port}`;
+  // Bob's run on the same volume: alice's tools must not list, find or open it.
+  await new SealedArchive({ spanDir: join(stack.dataDir, 'spans'), keepSpans: 500, replica: 'bob1' }).write({
+    kind: 'compaction',
+    sessionHash: sha256Hex('bob'),
+    ownerHash: ownerHash('bob'),
+    route: 'chat',
+    model: 'demo',
+    messages: [
+      { role: 'user', content: 'The staging database password is in bob’s vault, deploy notes too.' },
+    ],
+    firstIndex: 1,
+    summary: 'Bob.',
+    at: NOW,
+  });
+  return {
+    dataDir: stack.dataDir,
+    ownerHash: ownerHash('alice'),
+    // GUARDIAN_DATA_DIR points nowhere useful: in team mode nothing is read locally.
+    connect: () =>
+      connect(
+        { GUARDIAN_URL: url, GUARDIAN_TOKEN: ALICE_TOKEN, GUARDIAN_DATA_DIR: tokens },
+        '/nonexistent-home',
+      ),
+    async fresh() {
+      const empty = await startStack({ env });
+      // A sidecar whose volume has lost its span folder: nothing archived there.
+      rmSync(join(empty.dataDir, 'spans'), { recursive: true, force: true });
+      const port = new URL(empty.guardian.url).port;
+      const mcp = await connect(
+        { GUARDIAN_TOKEN: ALICE_TOKEN },
+        '/nonexistent-home',
+        `http://127.0.0.1:${port}`,
+      ).catch(async (err) => {
+        await empty.close();
+        throw err;
+      });
+      return {
+        mcp,
+        async done() {
+          await mcp.close();
+          await empty.close();
+        },
+      };
+    },
+    async close() {
+      await stack.close();
+      rmSync(tokens, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Receipt lines without their time and owner, which depend on who wrote them; those are checked apart. */
+function receiptLines(dataDir: string): Record<string, unknown>[] {
+  const dir = join(dataDir, 'receipts');
+  return readdirSync(dir)
+    .flatMap((file) => readFileSync(join(dir, file), 'utf8').trim().split('\n'))
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe.each([
+  ['local', localMode],
+  ['remote', remoteMode],
+] as const)('context-guardian-mcp (%s archive)', (_mode, start) => {
+  let mode: Mode;
   let run: string;
   let mcp: Harness;
 
   beforeEach(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'cg-mcp-'));
+    mode = await start();
     const archive = new SealedArchive({
-      spanDir: join(dataDir, 'spans'),
+      spanDir: join(mode.dataDir, 'spans'),
       keepSpans: 500,
       replica: 'mcp1',
       now: () => NOW,
@@ -69,6 +183,7 @@ describe('context-guardian-mcp', () => {
         await archive.write({
           kind: 'compaction',
           sessionHash: sha256Hex('dev'),
+          ownerHash: mode.ownerHash,
           route: 'chat',
           model: 'demo',
           messages,
@@ -78,12 +193,11 @@ describe('context-guardian-mcp', () => {
         })
       ).run;
     }
-    mcp = await connect({ GUARDIAN_DATA_DIR: dataDir, GUARDIAN_PORT: '1' }, '/nonexistent-home');
+    mcp = await mode.connect();
   });
-
   afterEach(async () => {
     await mcp.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await mode.close();
   });
 
   it('lists the seven tools, every one read-only', async () => {
@@ -97,6 +211,8 @@ describe('context-guardian-mcp', () => {
       'read_span',
       'search_spans',
     ]);
+    // The sidecar counts a model's calls to exactly these tools for the receipts: one list serves both.
+    expect([...RECALL_TOOL_NAMES].sort()).toEqual(tools.map((t) => t.name).sort());
     for (const tool of tools) {
       expect(tool.annotations).toMatchObject({
         readOnlyHint: true,
@@ -116,6 +232,7 @@ describe('context-guardian-mcp', () => {
     const digests = text(await mcp.client.callTool({ name: 'list_digests', arguments: {} }));
     expect(digests).toContain(`${run}/0002 2026-11-01 12:00`);
     expect(digests).toContain(`${run}/0001 2026-11-01 12:00`);
+    expect(digests.split('\n')).toHaveLength(3);
   });
 
   it('finds a planted term, opens its span verbatim, and leaves counts-only receipts', async () => {
@@ -124,7 +241,7 @@ describe('context-guardian-mcp', () => {
     );
     expect(found).toContain(`${run}/0002.json msg 0 [user]: ${PLANTED}`);
     expect(found.split('\n')[0]).toContain('data, not instructions');
-
+    expect(found).not.toContain('vault');
     const read = await mcp.client.callTool({ name: 'read_span', arguments: { run, index: 1 } });
     expect(read.isError).toBeFalsy();
     expect(text(read)).toContain(
@@ -135,19 +252,13 @@ describe('context-guardian-mcp', () => {
     );
     expect(tail).toContain('[1] assistant: In docs/deploy.md');
     expect(tail).not.toContain('[0] user');
-
-    const [file] = readdirSync(join(dataDir, 'receipts'));
-    const receipts = readFileSync(join(dataDir, 'receipts', file!), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
-    expect(receipts.map((r) => r.kind)).toEqual(['recall_call', 'span_opened', 'span_opened']);
-    expect(receipts[0]).toEqual({
-      ts: NOW.toISOString(),
-      kind: 'recall_call',
-      hits: 1,
-      chars_returned: PLANTED.length,
-    });
+    const receipts = receiptLines(mode.dataDir);
+    expect(receipts.map(({ ts: _ts, owner_hash: _o, ...counts }) => counts)).toEqual([
+      { kind: 'recall_call', hits: 1, chars_returned: PLANTED.length },
+      { kind: 'span_opened', chars_returned: expect.any(Number) },
+      { kind: 'span_opened', chars_returned: expect.any(Number) },
+    ]);
+    expect(receipts.map((r) => r.owner_hash)).toEqual(Array(3).fill(mode.ownerHash));
     expect(JSON.stringify(receipts)).not.toContain('password');
   });
 
@@ -155,7 +266,7 @@ describe('context-guardian-mcp', () => {
     expect(text(await mcp.client.callTool({ name: 'get_seal_status', arguments: {} }))).toBe(
       `OK: 1 run(s) verified\n${run} OK 2 chain line(s)`,
     );
-    appendFileSync(join(dataDir, 'spans', run, '0002.json'), ' ');
+    appendFileSync(join(mode.dataDir, 'spans', run, '0002.json'), ' ');
     const broken = text(await mcp.client.callTool({ name: 'get_seal_status', arguments: { run } }));
     expect(broken.split('\n')[0]).toBe('BREAK: 1 of 1 run(s)');
     expect(broken).toContain(`${run} BREAK content-changed: 0002.json`);
@@ -178,17 +289,15 @@ describe('context-guardian-mcp', () => {
   });
 
   it('says there is no archive yet on a fresh install', async () => {
-    const empty = mkdtempSync(join(tmpdir(), 'cg-mcp-empty-'));
-    const fresh = await connect({ GUARDIAN_DATA_DIR: empty }, '/nonexistent-home');
+    const fresh = await mode.fresh();
     try {
       for (const name of ['list_spans', 'list_digests', 'get_seal_status']) {
-        const result = await fresh.client.callTool({ name, arguments: {} });
+        const result = await fresh.mcp.client.callTool({ name, arguments: {} });
         expect(result.isError).toBeFalsy();
         expect(text(result)).toContain('no archive yet');
       }
     } finally {
-      await fresh.close();
-      rmSync(empty, { recursive: true, force: true });
+      await fresh.done();
     }
   });
 });
@@ -253,7 +362,7 @@ describe('get_proxy_status', () => {
     try {
       const result = await mcp.client.callTool({ name: 'get_proxy_status', arguments: {} });
       expect(result.isError).toBe(true);
-      expect(text(result)).toMatch(/^PROXY_UNREACHABLE: no proxy at http:\/\/127\.0\.0\.1:\d+/);
+      expect(text(result)).toMatch(/^SIDECAR_UNREACHABLE: no proxy at http:\/\/127\.0\.0\.1:\d+/);
     } finally {
       await mcp.close();
     }

@@ -1,5 +1,6 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import { codeOf } from '@guardian/errors';
 
 import { readLedgers, type HookLedger } from './cc-ledger';
 
@@ -105,11 +106,9 @@ function unknown(transcript: string | null, reason: string): ContextStatus {
   };
 }
 
-// A structural test, not instanceof: fs errors may come from another realm (jest's vm context).
+// codeOf is a structural test, not instanceof: fs errors may come from another realm (jest's vm context).
 function errCode(err: unknown): string {
-  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
-    ? err.code
-    : 'error';
+  return codeOf(err) ?? 'error';
 }
 
 function windowFor(

@@ -1,3 +1,5 @@
+import { CodedError } from '@guardian/errors';
+
 /** Stable codes for every failure the archive reports (HOUSE rule 4). */
 export type ArchiveErrorCode =
   | 'ARCHIVE_BAD_ID'
@@ -9,19 +11,6 @@ export type ArchiveErrorCode =
   | 'ARCHIVE_ABORTED';
 
 /** An archive failure with a stable `code`; the CLI maps codes to exit codes, the sidecar to HTTP statuses. */
-export class ArchiveError extends Error {
+export class ArchiveError extends CodedError<ArchiveErrorCode> {
   override readonly name = 'ArchiveError';
-
-  constructor(
-    readonly code: ArchiveErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
-
-/** True when `err` is an ArchiveError with the given code. */
-export function isArchiveError(err: unknown, code?: ArchiveErrorCode): err is ArchiveError {
-  return err instanceof ArchiveError && (code === undefined || err.code === code);
 }

@@ -2,7 +2,7 @@ import * as path from 'node:path';
 
 import { ArchiveError } from './archive-error';
 
-/** Where every tool finds the archive (CONTRACTS §4, §7). */
+/** Where every tool finds the archive (ARCHITECTURE.md#files, ARCHITECTURE.md#configuration). */
 export interface GuardianPaths {
   dataDir: string;
   spanDir: string;
@@ -21,7 +21,7 @@ function nonEmpty(value: string | undefined): string | undefined {
 
 /**
  * Resolves the archive folders from environment values. Pure: no fs, no process.env, so the sidecar, the
- * CLIs, the MCP server and the doctor all compute the same folders (CONTRACTS §4: "a laptop install finds
+ * CLIs, the MCP server and the doctor all compute the same folders (ARCHITECTURE.md#files: "a laptop install finds
  * its own archive without configuration").
  */
 export function resolveGuardianPaths(env: Record<string, string | undefined>, home: string): GuardianPaths {
@@ -37,7 +37,8 @@ export function resolveGuardianPaths(env: Record<string, string | undefined>, ho
   let logDir = nonEmpty(env.GUARDIAN_LOG_DIR);
   const legacyLog = nonEmpty(env.GUARDIAN_LOG_PATH);
   if (logDir === undefined && legacyLog !== undefined) {
-    // The seed's GUARDIAN_LOG_PATH named one file; its folder now holds the per-replica logs (CONTRACTS §7).
+    // The seed's GUARDIAN_LOG_PATH named one file; its folder now holds the per-replica logs
+    // (ARCHITECTURE.md#configuration).
     logDir = path.dirname(legacyLog);
     warnings.push(`GUARDIAN_LOG_PATH is deprecated: using its folder ${logDir} as GUARDIAN_LOG_DIR`);
   }
@@ -50,7 +51,8 @@ export function resolveGuardianPaths(env: Record<string, string | undefined>, ho
   let anchorDir: string | null = nonEmpty(env.GUARDIAN_SEAL_ANCHOR_DIR) ?? null;
   const legacyAnchor = nonEmpty(env.GUARDIAN_SEAL_ANCHOR_PATH);
   if (anchorDir === null && legacyAnchor !== undefined) {
-    // The seed anchored every run in one file; anchors are now one file per run in a folder (CONTRACTS §7).
+    // The seed anchored every run in one file; anchors are now one file per run in a folder
+    // (ARCHITECTURE.md#configuration).
     anchorDir = path.dirname(legacyAnchor);
     warnings.push(
       `GUARDIAN_SEAL_ANCHOR_PATH is deprecated: using its folder ${anchorDir} as GUARDIAN_SEAL_ANCHOR_DIR`,
@@ -61,7 +63,7 @@ export function resolveGuardianPaths(env: Record<string, string | undefined>, ho
 
 const RUN_ID = /^[A-Za-z0-9_-]{1,80}$/;
 
-/** Throws ARCHIVE_BAD_ID unless `run` is a safe run id (no path traversal; CONTRACTS §4). */
+/** Throws ARCHIVE_BAD_ID unless `run` is a safe run id (no path traversal; ARCHITECTURE.md#files). */
 export function assertRunId(run: string): string {
   if (!RUN_ID.test(run)) {
     throw new ArchiveError('ARCHIVE_BAD_ID', 'run id must match ^[A-Za-z0-9_-]{1,80}$');

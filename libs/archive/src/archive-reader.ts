@@ -13,6 +13,7 @@ import {
 } from './archive-paths';
 import { isErrno } from './durable-fs';
 import { parseJsonLine, readJsonl } from './jsonl';
+import { inScope, type ArchiveScope } from './owners';
 import {
   JournalLineSchema,
   RunInfoSchema,
@@ -100,12 +101,53 @@ export function journalSegments(files: string[]): string[] {
     .sort((a, b) => segmentNumber(a) - segmentNumber(b));
 }
 
-/** Every run, newest first. */
-export async function listRuns(opts: { spanDir: string }): Promise<RunSummary[]> {
+/**
+ * The run ids a scope may see, newest first. Unscoped it is every run; scoped, a run is seen only when its run.json
+ * names the owner (a run without one, or unreadable, belongs to nobody and only an unscoped reader sees it).
+ */
+export async function scopedRunIds(spanDir: string, scope?: ArchiveScope): Promise<string[]> {
+  const ids = await runIds(spanDir);
+  if (scope?.ownerHash === undefined) return ids;
+  const out: string[] = [];
+  for (const run of ids) if (inScope(scope, (await readRunFile(spanDir, run))?.owner_hash)) out.push(run);
+  return out;
+}
+
+/**
+ * Throws ARCHIVE_BAD_ID for a bad id and ARCHIVE_NOT_FOUND for a run that is missing or outside the scope: the same
+ * answer either way, so a reader cannot learn that another owner's run exists.
+ */
+export async function assertRunVisible(spanDir: string, run: string, scope?: ArchiveScope): Promise<string> {
+  const id = assertRunId(run);
+  if (scope?.ownerHash === undefined) return id;
+  let meta: RunFile | null;
+  try {
+    meta = await readRunFile(spanDir, id);
+  } catch (err) {
+    // A run folder without access (another owner's, a broken volume) is reported like a missing one.
+    throw new ArchiveError('ARCHIVE_NOT_FOUND', `no run ${id}`, { cause: err });
+  }
+  if (!inScope(scope, meta?.owner_hash)) throw new ArchiveError('ARCHIVE_NOT_FOUND', `no run ${id}`);
+  return id;
+}
+
+/** Every run (or the scope's), newest first; `after` continues a listing after that run id, `limit` bounds it. */
+export async function listRuns(opts: {
+  spanDir: string;
+  scope?: ArchiveScope;
+  after?: string;
+  limit?: number;
+}): Promise<RunSummary[]> {
   const out: RunSummary[] = [];
+  const limit = opts.limit ?? Number.POSITIVE_INFINITY;
+  const after = opts.after === undefined ? undefined : assertRunId(opts.after);
   for (const run of await runIds(opts.spanDir)) {
-    const files = await runFiles(opts.spanDir, run);
+    if (out.length >= limit) break;
+    // Newest first is descending by id: a page continues with the ids that sort before the cursor.
+    if (after !== undefined && run >= after) continue;
     const meta = await readRunFile(opts.spanDir, run);
+    if (!inScope(opts.scope, meta?.owner_hash)) continue;
+    const files = await runFiles(opts.spanDir, run);
     out.push({
       run,
       session_hash: meta?.session_hash ?? null,
@@ -119,12 +161,21 @@ export async function listRuns(opts: { spanDir: string }): Promise<RunSummary[]>
   return out;
 }
 
-/** The span files of one run, ascending. */
-export async function listSpans(opts: { spanDir: string; run: string }): Promise<SpanListing[]> {
-  const run = assertRunId(opts.run);
+/** The span files of one run, ascending; `after` continues after that span number, `limit` bounds the page. */
+export async function listSpans(opts: {
+  spanDir: string;
+  run: string;
+  scope?: ArchiveScope;
+  after?: number;
+  limit?: number;
+}): Promise<SpanListing[]> {
+  const run = await assertRunVisible(opts.spanDir, opts.run, opts.scope);
   const files = await runFiles(opts.spanDir, run);
   const out: SpanListing[] = [];
+  const limit = opts.limit ?? Number.POSITIVE_INFINITY;
   for (const span of spanNumbers(files)) {
+    if (out.length >= limit) break;
+    if (opts.after !== undefined && span <= opts.after) continue;
     const file = spanFileName(span);
     const stat = await fsp.stat(path.join(runDir(opts.spanDir, run), file));
     out.push({ run, span, file, bytes: stat.size });

@@ -36,7 +36,7 @@ export interface SpanRef {
 
 /**
  * The port the compaction path writes through. A write either lands whole (span file fsynced and renamed,
- * chain line appended and fsynced) or throws; the caller then defers (CONTRACTS §2.3).
+ * chain line appended and fsynced) or throws; the caller then defers (ARCHITECTURE.md#fail-open rule 3).
  */
 export abstract class ArchiveWriter {
   abstract write(input: SpanInput): Promise<SpanRef>;

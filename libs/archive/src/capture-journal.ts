@@ -9,7 +9,7 @@ export interface CaptureJournalOptions {
 
 /**
  * GUARDIAN_CAPTURE=journal: records every message of a session, not only what compaction evicts, in the
- * session's run as `journal-NNNN.jsonl` segments sealed when they close (CONTRACTS §4). Clients resend their
+ * session's run as `journal-NNNN.jsonl` segments sealed when they close (ARCHITECTURE.md#files). Clients resend their
  * whole history each turn, so only messages not seen before (by position and content) are appended.
  */
 export class CaptureJournal {

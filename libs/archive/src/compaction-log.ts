@@ -1,7 +1,7 @@
 import { ArchiveError } from './archive-error';
 import { FolderAppender } from './durable-fs';
 
-/** One line per compaction or spill (CONTRACTS §4). No message text, no header values. */
+/** One line per compaction or spill (ARCHITECTURE.md#files). No message text, no header values. */
 export interface CompactionLogLine {
   ts: string;
   replica: string;
@@ -33,7 +33,7 @@ export function utcDay(date: Date): string {
   return date.toISOString().slice(0, 10).replace(/-/g, '');
 }
 
-/** Appends compaction lines to `<logDir>/<replica>-<yyyymmdd>.jsonl` (one file per replica, CONTRACTS §4). */
+/** Appends compaction lines to `<logDir>/<replica>-<yyyymmdd>.jsonl` (one file per replica, ARCHITECTURE.md#files). */
 export class CompactionLog {
   private readonly now: () => Date;
   private readonly folder: FolderAppender;

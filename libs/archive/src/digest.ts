@@ -14,7 +14,7 @@ export interface DigestLine {
   grams?: string;
 }
 
-/** Seed default GUARDIAN_CHARS_PER_TOKEN (CONTRACTS §7); the index only needs a size hint. */
+/** Seed default GUARDIAN_CHARS_PER_TOKEN (ARCHITECTURE.md#configuration); the index only needs a size hint. */
 const CHARS_PER_TOKEN = 3.5;
 const DIGEST_MAX_CHARS = 160;
 const MAX_KEYWORDS = 8;

@@ -1,5 +1,5 @@
 export { ArchiveWriter, type SpanInput, type SpanKind, type SpanRef } from './archive-writer';
-export { ArchiveError, isArchiveError, type ArchiveErrorCode } from './archive-error';
+export { ArchiveError, type ArchiveErrorCode } from './archive-error';
 export {
   assertRunId,
   assertSpanNumber,
@@ -18,15 +18,34 @@ export {
 export { CaptureJournal, type CaptureJournalOptions } from './capture-journal';
 export { CompactionLog, type CompactionLogInput, type CompactionLogLine } from './compaction-log';
 export { Receipts, type ReceiptCounts } from './receipts';
+export { replicaTag } from './replica-tag';
 export { listRuns, listSpans, type RunSummary, type SpanListing } from './archive-reader';
 export {
   listDigests,
   readSpan,
   type DigestEntry,
+  type DigestList,
   type ReadMessage,
   type ReadSpanResult,
 } from './recall-read';
-export { searchArchive, type SearchHit, type SearchOptions } from './search';
+export { searchArchive, type SearchHit, type SearchOptions, type SearchResult } from './search';
+export { OWNER_PATTERN, inScope, ownerHash, sessionHash, type ArchiveScope } from './owners';
+export {
+  allRuns,
+  allSpans,
+  sealAll,
+  type ArchiveSource,
+  type DigestsRequest,
+  type PageRequest,
+  type ReadSpanRequest,
+  type RunsPage,
+  type SealReport,
+  type SealRequest,
+  type SearchRequest,
+  type SpansPage,
+} from './archive-source';
+export { LocalArchive, type LocalArchiveOptions } from './local-archive';
+export { CAPTURE_ROUTE, archivedLineBytes, captureEnd, captureRuns, captureSpanRange } from './capture-runs';
 export {
   chainHeads,
   verifyArchive,

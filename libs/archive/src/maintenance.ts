@@ -110,7 +110,7 @@ export interface RepairAction {
 }
 
 /**
- * Closes a tail torn by a crash (CONTRACTS §4): drops a partial last chain line, seals span and journal files
+ * Closes a tail torn by a crash (ARCHITECTURE.md#files): drops a partial last chain line, seals span and journal files
  * that parse whole, quarantines temp files and files that do not, each with a `repair` record. Refuses a run
  * whose chain is broken anywhere else (ARCHIVE_CHAIN_BROKEN). Never run it on a run whose writer is alive.
  */

@@ -2,11 +2,19 @@ import * as path from 'node:path';
 
 import { z } from 'zod';
 
-import { INDEX_FILE, assertRunId, assertSpanNumber, runDir, spanFileName } from './archive-paths';
-import { loadJournal, loadSpan, runFiles, runIds, spanNumbers } from './archive-reader';
+import { INDEX_FILE, assertSpanNumber, runDir, spanFileName } from './archive-paths';
+import {
+  assertRunVisible,
+  loadJournal,
+  loadSpan,
+  runFiles,
+  scopedRunIds,
+  spanNumbers,
+} from './archive-reader';
 import { buildDigest, estimateTokens, type DigestLine } from './digest';
 import { readJsonl } from './jsonl';
 import { viewMessage } from './message-text';
+import type { ArchiveScope } from './owners';
 
 export const DigestLineSchema = z.object({
   span: z.number().int().nonnegative(),
@@ -58,6 +66,13 @@ export async function runDigests(spanDir: string, run: string): Promise<DigestLi
   return [...byspan.values()].sort((a, b) => a.span - b.span);
 }
 
+/** `list_digests`: the lines shown, their text, and whether more spans were left out. */
+export interface DigestList {
+  entries: DigestEntry[];
+  text: string;
+  truncated: boolean;
+}
+
 /**
  * One digest line per span, newest first, hard-capped at `maxTokens` (estimated at chars / 3.5) and `max`
  * lines, so a model can skim the archive in a few hundred tokens (seed: list_digests).
@@ -67,10 +82,14 @@ export async function listDigests(opts: {
   run?: string;
   max?: number;
   maxTokens?: number;
-}): Promise<{ entries: DigestEntry[]; text: string; truncated: boolean }> {
+  scope?: ArchiveScope;
+}): Promise<DigestList> {
   const max = opts.max ?? 20;
   const maxTokens = opts.maxTokens ?? 400;
-  const runs = opts.run !== undefined ? [assertRunId(opts.run)] : await runIds(opts.spanDir);
+  const runs =
+    opts.run !== undefined
+      ? [await assertRunVisible(opts.spanDir, opts.run, opts.scope)]
+      : await scopedRunIds(opts.spanDir, opts.scope);
   const all: DigestEntry[] = [];
   for (const run of runs) {
     for (const { grams: _filter, ...d } of await runDigests(opts.spanDir, run))
@@ -120,8 +139,9 @@ export async function readSpan(opts: {
   start?: number;
   end?: number;
   maxChars?: number;
+  scope?: ArchiveScope;
 }): Promise<ReadSpanResult> {
-  const run = assertRunId(opts.run);
+  const run = await assertRunVisible(opts.spanDir, opts.run, opts.scope);
   const index = assertSpanNumber(opts.index);
   const start = assertSpanNumber(opts.start ?? 0);
   const maxChars = opts.maxChars ?? 20000;
@@ -140,7 +160,13 @@ export async function readSpan(opts: {
   let text = summary !== null && start === 0 ? `summary: ${summary}\n` : '';
   const messages: ReadMessage[] = [];
   let nextStart: number | null = null;
-  for (let i = start; i <= end; i += 1) {
+  if (text.length >= maxChars) {
+    // The summary alone fills the read (a cap set low by an API caller): no message is shown, the next read starts
+    // at the first one.
+    text = text.slice(0, maxChars);
+    nextStart = start <= end ? start : null;
+  }
+  for (let i = start; nextStart === null && i <= end; i += 1) {
     const view = viewMessage(raw[i]);
     const line = `[${i}] ${view.role}: ${view.text}\n`;
     if (text.length + line.length > maxChars) {

@@ -22,6 +22,11 @@ export const ReceiptLineSchema = z.object({
   chars_returned: z.number().nonnegative().optional(),
   tokens_before: z.number().nonnegative().optional(),
   tokens_after: z.number().nonnegative().optional(),
+  /** Team mode: whose request or recall it was (a hash, like every owner on disk), so a developer sees their own. */
+  owner_hash: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 });
 export type ReceiptLine = z.infer<typeof ReceiptLineSchema>;
 
@@ -44,12 +49,16 @@ export class Receipts {
     this.folder = opts.receiptsDir === null ? null : new FolderAppender(opts.receiptsDir);
   }
 
-  async record(counts: ReceiptCounts): Promise<void> {
+  async record(counts: ReceiptCounts, ownerHash?: string): Promise<void> {
     const folder = this.folder;
     if (folder === null) return;
     const at = this.now();
     // Re-validated here so no caller can smuggle a string into a counts-only file.
-    const line = StrictReceiptLine.parse({ ts: at.toISOString(), ...counts });
+    const line = StrictReceiptLine.parse({
+      ts: at.toISOString(),
+      ...counts,
+      ...(ownerHash === undefined ? {} : { owner_hash: ownerHash }),
+    });
     try {
       await folder.append(`${this.opts.replica}-${utcDay(at)}.jsonl`, `${JSON.stringify(line)}\n`);
     } catch (cause) {
@@ -68,7 +77,12 @@ export interface ReceiptTotals {
   chars_returned: number;
 }
 
-export async function readReceiptTotals(receiptsDir: string | null, since: Date): Promise<ReceiptTotals> {
+/** Adds up the receipts since `since`; with an owner hash, only that owner's (team mode). */
+export async function readReceiptTotals(
+  receiptsDir: string | null,
+  since: Date,
+  ownerHash?: string,
+): Promise<ReceiptTotals> {
   const totals: ReceiptTotals = {
     compactions: 0,
     tokens_kept_out: 0,
@@ -80,6 +94,7 @@ export async function readReceiptTotals(receiptsDir: string | null, since: Date)
   if (receiptsDir === null) return totals;
   const { rows } = await readDailyLogs(receiptsDir, since, ReceiptLineSchema);
   for (const row of rows) {
+    if (ownerHash !== undefined && row.owner_hash !== ownerHash) continue;
     totals.chars_returned += row.chars_returned ?? 0;
     if (row.kind === 'compaction') {
       totals.compactions += 1;

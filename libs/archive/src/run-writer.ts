@@ -73,7 +73,7 @@ interface Uncommitted {
 }
 
 /**
- * The only writer of one run (CONTRACTS §4): span numbers, chain head, journal segment and pruning state live
+ * The only writer of one run (ARCHITECTURE.md#files): span numbers, chain head, journal segment and pruning state live
  * here, and every write goes through one promise queue so chain lines never interleave.
  */
 export class RunWriter {
@@ -266,7 +266,7 @@ export class RunWriter {
     if (this.openSegment.bytes >= this.opts.journalSegmentBytes) await this.doCloseSegment();
   }
 
-  /** Closes the open segment: rename to its sealed name, then seal it in the chain (CONTRACTS §4). */
+  /** Closes the open segment: rename to its sealed name, then seal it in the chain (ARCHITECTURE.md#files). */
   private async doCloseSegment(): Promise<void> {
     const open = this.openSegment;
     if (open === null) return;
@@ -283,7 +283,7 @@ export class RunWriter {
     });
   }
 
-  /** Keep-spans: a prune record first, then the deletes; never the run's newest span (CONTRACTS §4). */
+  /** Keep-spans: a prune record first, then the deletes; never the run's newest span (ARCHITECTURE.md#files). */
   private async prune(): Promise<void> {
     const keep = Math.max(this.opts.keepSpans, 1);
     if (this.live.length <= keep) return;

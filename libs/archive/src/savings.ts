@@ -3,10 +3,11 @@ import * as path from 'node:path';
 
 import { z } from 'zod';
 
-import { ArchiveError, isArchiveError } from './archive-error';
+import { ArchiveError } from './archive-error';
 import { runDir, spanFileName } from './archive-paths';
-import { journalSegments, runFiles, runIds, spanNumbers } from './archive-reader';
+import { journalSegments, runFiles, scopedRunIds, spanNumbers } from './archive-reader';
 import { readDailyLogs } from './jsonl';
+import type { ArchiveScope } from './owners';
 import { readReceiptTotals } from './receipts';
 import { verifyArchive } from './verify';
 
@@ -34,6 +35,7 @@ const SavingsLineSchema = z.looseObject({
   summary_reused: z.boolean().default(false),
   oversized_spilled: z.union([z.number(), z.boolean()]).default(0),
   dry_run: z.boolean().default(false),
+  owner_hash: z.string().nullish(),
 });
 
 /** --savings --json: every figure counted from the compaction log and the receipts, none estimated. */
@@ -60,7 +62,10 @@ export async function savingsSummary(opts: {
   logDir: string;
   receiptsDir: string | null;
   now?: () => Date;
+  /** Team mode: only the scope owner's compactions and recalls. */
+  scope?: ArchiveScope;
 }): Promise<SavingsSummary> {
+  const owner = opts.scope?.ownerHash;
   const from = new Date((opts.now ?? (() => new Date()))().getTime() - parseAge(opts.since));
   const { rows } = await readDailyLogs(opts.logDir, from, SavingsLineSchema);
   const out: SavingsSummary = {
@@ -76,8 +81,9 @@ export async function savingsSummary(opts: {
     chars_returned: 0,
   };
   for (const row of rows) {
-    // A dry run forwards the request unchanged, so it saved nothing (seed "Prove it"; CONTRACTS §3).
+    // A dry run forwards the request unchanged, so it saved nothing (seed "Prove it"; ARCHITECTURE.md#compaction).
     if (row.dry_run) continue;
+    if (owner !== undefined && row.owner_hash !== owner) continue;
     if (row.evicted_messages > 0) out.compactions += 1;
     if (row.summary_reused) out.summaries_reused += 1;
     out.oversized_spills +=
@@ -87,7 +93,7 @@ export async function savingsSummary(opts: {
   }
   out.tokens_kept_out = Math.max(0, out.tokens_before - out.tokens_after);
   out.pct_smaller = out.tokens_before > 0 ? round1((out.tokens_kept_out / out.tokens_before) * 100) : 0;
-  const receipts = await readReceiptTotals(opts.receiptsDir, from);
+  const receipts = await readReceiptTotals(opts.receiptsDir, from, owner);
   out.recall_calls = receipts.recall_calls + receipts.recall_tool_calls;
   out.chars_returned = receipts.chars_returned;
   return out;
@@ -114,13 +120,15 @@ export interface ReceiptsSummary {
 async function archiveSize(
   spanDir: string,
   from: Date,
+  scope: ArchiveScope | undefined,
 ): Promise<{ spans: number; windowBytes: number; totalBytes: number; runs: number }> {
   let runs: string[];
   try {
-    runs = await runIds(spanDir);
+    runs = await scopedRunIds(spanDir, scope);
   } catch (err) {
     // No archive yet is a valid answer for receipts: zero spans, zero bytes.
-    if (isArchiveError(err, 'ARCHIVE_NOT_FOUND')) return { spans: 0, windowBytes: 0, totalBytes: 0, runs: 0 };
+    if (ArchiveError.is(err, 'ARCHIVE_NOT_FOUND'))
+      return { spans: 0, windowBytes: 0, totalBytes: 0, runs: 0 };
     throw err;
   }
   let spans = 0;
@@ -147,13 +155,15 @@ export async function receiptsSummary(opts: {
   anchorDir?: string | null;
   receiptsDir: string | null;
   now?: () => Date;
+  /** Team mode: only the scope owner's runs and receipts. */
+  scope?: ArchiveScope;
 }): Promise<ReceiptsSummary> {
   const from = new Date((opts.now ?? (() => new Date()))().getTime() - parseAge(opts.since));
-  const totals = await readReceiptTotals(opts.receiptsDir, from);
-  const size = await archiveSize(opts.spanDir, from);
+  const totals = await readReceiptTotals(opts.receiptsDir, from, opts.scope?.ownerHash);
+  const size = await archiveSize(opts.spanDir, from, opts.scope);
   const verdict =
     size.runs > 0
-      ? await verifyArchive({ spanDir: opts.spanDir, anchorDir: opts.anchorDir ?? null })
+      ? await verifyArchive({ spanDir: opts.spanDir, anchorDir: opts.anchorDir ?? null, scope: opts.scope })
       : { ok: true, runs: [] };
   const broken = verdict.runs.filter((r) => r.status === 'break').length;
   return {

@@ -15,12 +15,12 @@ export interface SealedArchiveOptions {
   anchorDir?: string | null;
   /** GUARDIAN_KEEP_SPANS: spans kept per run; the newest is never pruned. */
   keepSpans: number;
-  /** This process's replica tag (CONTRACTS §4). */
+  /** This process's replica tag (ARCHITECTURE.md#files). */
   replica: string;
   now?: () => Date;
   /** Test-only: `after-span-fsync` | `after-rename` | `mid-chain-line`, optionally `@N` for the N-th write. */
   crashPoint?: string;
-  /** Capture journal segment size; 2 MB by default (CONTRACTS §4). */
+  /** Capture journal segment size; 2 MB by default (ARCHITECTURE.md#files). */
   journalSegmentBytes?: number;
   /**
    * Runs kept open at once, least recently written first out (GUARDIAN_MAX_SESSIONS in the sidecar): each open run
@@ -30,7 +30,10 @@ export interface SealedArchiveOptions {
   maxOpenRuns?: number;
   /** Called when a derived write (index, anchor, prune) fails after the span was sealed. */
   onWarning?: (warning: ArchiveWarning) => void;
-  /** Names a new run; default `<yyyymmdd-HHMMSS>-<session hash 8>-<replica>` (Claude Code capture: `cc-...`, CONTRACTS §4). */
+  /**
+   * Names a new run; default `<yyyymmdd-HHMMSS>-<session hash 8>-<replica>` (Claude Code capture: `cc-...`,
+   * ARCHITECTURE.md#files).
+   */
   runName?: (ctx: { stamp: string; sessionHash: string; replica: string }) => string;
 }
 
@@ -48,6 +51,14 @@ async function runVanished(writer: RunWriter): Promise<boolean> {
   }
 }
 
+/**
+ * Open runs are kept per (owner, session): a run's run.json names one owner, so a session hash sent under another
+ * owner (a Claude Code capture posts its own) must never land in a run that owner does not own.
+ */
+function runKey(sessionHash: string, ownerHash: string | null): string {
+  return ownerHash === null ? sessionHash : `${ownerHash}/${sessionHash}`;
+}
+
 function utcStamp(date: Date): string {
   const iso = date.toISOString(); // 2026-10-30T14:30:12.000Z
   return `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}-${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
@@ -56,7 +67,7 @@ function utcStamp(date: Date): string {
 /**
  * Writes spans into sealed runs: one run per session per process, spans numbered from 0001, each sealed in
  * the run's hash chain and indexed (docs/ARCHIVE_FORMAT.md). A write lands whole or throws ARCHIVE_WRITE_FAILED;
- * the caller then defers the span (CONTRACTS §2.3).
+ * the caller then defers the span (ARCHITECTURE.md#fail-open rule 3).
  */
 export class SealedArchive extends ArchiveWriter {
   private readonly runs = new Map<string, Promise<RunWriter>>();
@@ -72,7 +83,7 @@ export class SealedArchive extends ArchiveWriter {
     super();
     this.now = opts.now ?? (() => new Date());
     // Test-only crash points may also come from the environment so a child process can be armed.
-    this.crash = parseCrashPoint(opts.crashPoint ?? process.env.GUARDIAN_TEST_CRASH_POINT);
+    this.crash = parseCrashPoint(opts.crashPoint);
   }
 
   override async write(input: SpanInput): Promise<SpanRef> {
@@ -115,8 +126,8 @@ export class SealedArchive extends ArchiveWriter {
   }
 
   /** The run this process writes for a session, if it has written one. */
-  async runFor(sessionHash: string): Promise<string | undefined> {
-    const writer = this.runs.get(sessionHash);
+  async runFor(sessionHash: string, ownerHash: string | null = null): Promise<string | undefined> {
+    const writer = this.runs.get(runKey(sessionHash, ownerHash));
     return writer === undefined ? undefined : (await writer).run;
   }
 
@@ -139,8 +150,9 @@ export class SealedArchive extends ArchiveWriter {
     what: 'span' | 'journal',
     write: (writer: RunWriter) => Promise<T>,
   ): Promise<T> {
+    const key = runKey(sessionHash, ownerHash);
     for (let attempt = 1; ; attempt += 1) {
-      const pending = this.writerFor(sessionHash, ownerHash);
+      const pending = this.writerFor(key, sessionHash, ownerHash);
       const writer = await pending;
       if (writer.poisoned && attempt === 1) {
         // Torn by a commit that failed after its spans were placed: a torn run is never written again.
@@ -152,28 +164,27 @@ export class SealedArchive extends ArchiveWriter {
       } catch (cause) {
         const vanished = await runVanished(writer);
         if (vanished) this.vanished.add(writer.run);
-        // A torn run is never written again; the next write opens a fresh run (CONTRACTS §4, --repair).
-        if ((vanished || writer.poisoned) && this.runs.get(sessionHash) === pending)
-          this.runs.delete(sessionHash);
+        // A torn run is never written again; the next write opens a fresh run (ARCHITECTURE.md#files, --repair).
+        if ((vanished || writer.poisoned) && this.runs.get(key) === pending) this.runs.delete(key);
         if (vanished && attempt === 1) continue;
         throw new ArchiveError('ARCHIVE_WRITE_FAILED', `${what} not written to run ${writer.run}`, { cause });
       }
     }
   }
 
-  private writerFor(sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
-    let writer = this.runs.get(sessionHash);
+  private writerFor(key: string, sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
+    let writer = this.runs.get(key);
     if (writer !== undefined) {
       // Most recently used last, so the first key is the run to close when there are too many.
-      this.runs.delete(sessionHash);
-      this.runs.set(sessionHash, writer);
+      this.runs.delete(key);
+      this.runs.set(key, writer);
     } else {
       writer = this.openRun(sessionHash, ownerHash);
-      this.runs.set(sessionHash, writer);
+      this.runs.set(key, writer);
       // A run that could not be created (full volume) is retried by the next write.
       const opening = writer;
       opening.catch(() => {
-        if (this.runs.get(sessionHash) === opening) this.runs.delete(sessionHash);
+        if (this.runs.get(key) === opening) this.runs.delete(key);
       });
       this.closeLeastRecent();
     }

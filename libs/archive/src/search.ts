@@ -2,12 +2,20 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 
 import { ArchiveError } from './archive-error';
-import { INDEX_FILE, assertRunId, runDir, spanFileName } from './archive-paths';
+import { INDEX_FILE, runDir, spanFileName } from './archive-paths';
+import {
+  assertRunVisible,
+  journalSegments,
+  readRunFile,
+  runFiles,
+  scopedRunIds,
+  spanNumbers,
+} from './archive-reader';
 import { mayHoldAny } from './grams';
-import { journalSegments, readRunFile, runFiles, runIds, spanNumbers } from './archive-reader';
 import { sha256Hex } from './canonical-json';
 import { parseJsonLine } from './jsonl';
 import { viewMessage } from './message-text';
+import { sessionHash, type ArchiveScope } from './owners';
 import { JournalLineSchema, StoredSpanSchema } from './span-record';
 
 /** One search hit. `span` 0 is the run's capture journal, where `message_index` counts journal lines. */
@@ -28,9 +36,21 @@ export interface SearchOptions {
   spanDir: string;
   term: string;
   run?: string;
-  /** A session hash (or its prefix), or the raw session value, which is hashed the same way. */
+  /** A session hash (or its prefix), or the raw session value, which is hashed the way the sidecar hashed it. */
   session?: string;
+  /** Team mode: the owner whose raw session value `session` names (the sidecar keys it `<owner>/<value>`). */
+  sessionOwner?: string;
   max?: number;
+  scope?: ArchiveScope;
+  /** Stops the search between files when aborted; what was found so far is answered with `complete: false`. */
+  signal?: AbortSignal;
+}
+
+/** What a search found: the best `max` hits, how many there were in all, and whether every run was read. */
+export interface SearchResult {
+  hits: SearchHit[];
+  total: number;
+  complete: boolean;
 }
 
 const SNIPPET_BEFORE = 60;
@@ -71,18 +91,28 @@ function matchMessage(
   };
 }
 
-async function sessionMatches(spanDir: string, run: string, session: string): Promise<boolean> {
+async function sessionMatches(spanDir: string, run: string, opts: SearchOptions): Promise<boolean> {
+  const session = opts.session ?? '';
   const meta = await readRunFile(spanDir, run);
   const hash = meta?.session_hash;
   if (hash === undefined) return false;
   const wanted = session.toLowerCase();
-  return hash.startsWith(wanted) || hash === sha256Hex(session);
+  // A hash prefix; the raw value as the sidecar hashes it; or as a Claude Code capture hashes its session id.
+  return (
+    hash.startsWith(wanted) || hash === sessionHash(session, opts.sessionOwner) || hash === sha256Hex(session)
+  );
 }
 
 /** Reads files in small parallel batches; the prefilter drops files holding none of the words unparsed. */
-async function readMatching(dir: string, files: string[], m: Matcher): Promise<Map<string, string>> {
+async function readMatching(
+  dir: string,
+  files: string[],
+  m: Matcher,
+  signal: AbortSignal | undefined,
+): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (let i = 0; i < files.length; i += READ_BATCH) {
+    if (signal?.aborted === true) break;
     const batch = files.slice(i, i + READ_BATCH);
     const texts = await Promise.all(batch.map((f) => fsp.readFile(path.join(dir, f), 'utf8')));
     texts.forEach((text, j) => {
@@ -113,7 +143,13 @@ async function spanFilters(dir: string, files: readonly string[]): Promise<Map<s
   return out;
 }
 
-async function searchRun(spanDir: string, run: string, m: Matcher, hits: SearchHit[]): Promise<void> {
+async function searchRun(
+  spanDir: string,
+  run: string,
+  m: Matcher,
+  hits: SearchHit[],
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const dir = runDir(spanDir, run);
   const files = await runFiles(spanDir, run);
   const filters = await spanFilters(dir, files);
@@ -124,7 +160,9 @@ async function searchRun(spanDir: string, run: string, m: Matcher, hits: SearchH
       const filter = filters.get(f);
       return filter === undefined || mayHoldAny(filter, m.words);
     });
-  const matching = await readMatching(dir, [...spanFiles, ...journalSegments(files)], m);
+  const matching = await readMatching(dir, [...spanFiles, ...journalSegments(files)], m, signal);
+  // Stopped part-way: this run's hits would be a random subset of its files, so none are counted.
+  if (signal?.aborted === true) return;
   let journalIndex = 0;
   for (const file of journalSegments(files)) {
     const text = matching.get(file);
@@ -179,15 +217,19 @@ async function searchRun(spanDir: string, run: string, m: Matcher, hits: SearchH
  * Searches spans and capture journals: whole phrase first, then most words matched, then newest (seed:
  * search_spans). Matching is case-insensitive on the messages' text.
  */
-export async function searchArchive(opts: SearchOptions): Promise<{ hits: SearchHit[]; total: number }> {
+export async function searchArchive(opts: SearchOptions): Promise<SearchResult> {
   const phrase = opts.term.toLowerCase().replace(/\s+/g, ' ').trim();
   const m: Matcher = { phrase, words: words(opts.term) };
   if (m.words.length === 0) throw new ArchiveError('ARCHIVE_BAD_OPTION', 'search term has no words');
-  const runs = opts.run !== undefined ? [assertRunId(opts.run)] : await runIds(opts.spanDir);
+  const runs =
+    opts.run !== undefined
+      ? [await assertRunVisible(opts.spanDir, opts.run, opts.scope)]
+      : await scopedRunIds(opts.spanDir, opts.scope);
   const hits: SearchHit[] = [];
   for (const run of runs) {
-    if (opts.session !== undefined && !(await sessionMatches(opts.spanDir, run, opts.session))) continue;
-    await searchRun(opts.spanDir, run, m, hits);
+    if (opts.signal?.aborted === true) break;
+    if (opts.session !== undefined && !(await sessionMatches(opts.spanDir, run, opts))) continue;
+    await searchRun(opts.spanDir, run, m, hits, opts.signal);
   }
   hits.sort(
     (a, b) =>
@@ -198,5 +240,5 @@ export async function searchArchive(opts: SearchOptions): Promise<{ hits: Search
       b.span - a.span ||
       a.message_index - b.message_index,
   );
-  return { hits: hits.slice(0, opts.max ?? 50), total: hits.length };
+  return { hits: hits.slice(0, opts.max ?? 50), total: hits.length, complete: opts.signal?.aborted !== true };
 }

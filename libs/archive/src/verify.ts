@@ -5,10 +5,11 @@ import * as path from 'node:path';
 import { checkAnchor } from './anchor-check';
 import { ArchiveError } from './archive-error';
 import { JOURNAL_FILE, SPAN_FILE, TEMP_FILE, assertRunId, runDir } from './archive-paths';
-import { runFiles, runIds } from './archive-reader';
+import { assertRunVisible, runFiles, scopedRunIds } from './archive-reader';
 import type { ChainLine } from './chain-line';
 import { headOf, readChain, type ChainHead, type ReadChain } from './chain-reader';
 import { isErrno } from './durable-fs';
+import type { ArchiveScope } from './owners';
 
 /** The kinds of break --verify names (seed "Prove it"; docs/ARCHIVE_FORMAT.md §"Verification"). */
 export type BreakKind =
@@ -49,6 +50,11 @@ export interface VerifyOptions {
   onProgress?: (done: number, total: number) => void;
   /** Stops the verify between runs and between lines with ARCHIVE_ABORTED (a shutdown must not wait for it). */
   signal?: AbortSignal;
+  /** Only the runs this scope may see (team mode). */
+  scope?: ArchiveScope;
+  /** A page of runs: those after this run id (newest first), at most `limit`. */
+  after?: string;
+  limit?: number;
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
@@ -241,9 +247,23 @@ export async function verifyRun(opts: {
   };
 }
 
-/** Verifies every run (or one); `ok` only when every checked run is OK or pruned-ok. */
-export async function verifyArchive(opts: VerifyOptions): Promise<{ ok: boolean; runs: RunVerdict[] }> {
-  const runs = opts.run !== undefined ? [assertRunId(opts.run)] : await runIds(opts.spanDir);
+/**
+ * Verifies every run (or one, or a page of `limit` runs after `after`); `ok` only when every checked run is OK or
+ * pruned-ok. `next` is the cursor of the following page, null when no run is left.
+ */
+export async function verifyArchive(
+  opts: VerifyOptions,
+): Promise<{ ok: boolean; runs: RunVerdict[]; next: string | null }> {
+  const after = opts.after === undefined ? undefined : assertRunId(opts.after);
+  let runs =
+    opts.run !== undefined
+      ? [await assertRunVisible(opts.spanDir, opts.run, opts.scope)]
+      : (await scopedRunIds(opts.spanDir, opts.scope)).filter((run) => after === undefined || run < after);
+  let next: string | null = null;
+  if (opts.limit !== undefined && runs.length > opts.limit) {
+    runs = runs.slice(0, opts.limit);
+    next = runs[runs.length - 1] ?? null;
+  }
   const out: RunVerdict[] = [];
   for (const run of runs) {
     throwIfAborted(opts.signal);
@@ -252,13 +272,13 @@ export async function verifyArchive(opts: VerifyOptions): Promise<{ ok: boolean;
     );
     opts.onProgress?.(out.length, runs.length);
   }
-  return { ok: out.every((v) => v.status !== 'break'), runs: out };
+  return { ok: out.every((v) => v.status !== 'break'), runs: out, next };
 }
 
 /** Each run's chain head (its last readable line), newest run first. */
-export async function chainHeads(opts: { spanDir: string }): Promise<ChainHead[]> {
+export async function chainHeads(opts: { spanDir: string; scope?: ArchiveScope }): Promise<ChainHead[]> {
   const out: ChainHead[] = [];
-  for (const run of await runIds(opts.spanDir)) {
+  for (const run of await scopedRunIds(opts.spanDir, opts.scope)) {
     const head = headOf(run, await readChain(opts.spanDir, run));
     if (head !== null) out.push(head);
   }

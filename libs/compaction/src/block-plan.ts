@@ -63,7 +63,8 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
     ...base,
     cut: block.cut,
     pins,
-    // Derived from the messages the client resends, as pins are: the memo stores nothing for it (CONTRACTS §1).
+    // Derived from the messages the client resends, as pins are: the memo stores nothing for it
+    // (ARCHITECTURE.md#sessions).
     ledger: carriedLedger({
       messages: ctx.messages,
       cut: block.cut,

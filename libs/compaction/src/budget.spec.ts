@@ -8,7 +8,7 @@ import {
 } from './budget';
 
 describe('computeBudget', () => {
-  // CONTRACTS §3 (the seed's formula): min(floor(window x threshold), window - reserve).
+  // ARCHITECTURE.md#compaction (the seed's formula): min(floor(window x threshold), window - reserve).
   it.each([
     { window: 32768, threshold: 0.85, reserve: 4096, budget: 27852, applied: 4096, clamped: false },
     { window: 32768, threshold: 0.95, reserve: 4096, budget: 28672, applied: 4096, clamped: false },
@@ -51,7 +51,7 @@ describe('marginedBudget', () => {
   });
 });
 
-describe('overflowRetryBudget (CONTRACTS §2.5: one retry, aimed by what the refusal taught)', () => {
+describe('overflowRetryBudget (ARCHITECTURE.md#fail-open rule 5: one retry, aimed by what the refusal taught)', () => {
   const base = { window: 8192, threshold: 0.85, reserveOutput: 1024, factor: 1, rawEstimate: 9000 };
 
   it("believes the upstream's window and its count of what it refused", () => {

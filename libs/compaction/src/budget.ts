@@ -1,7 +1,7 @@
 import type { BudgetInfo } from './types';
 
 /**
- * The input budget (CONTRACTS §3, the seed's formula): min(floor(window x threshold), window - reserve).
+ * The input budget (ARCHITECTURE.md#compaction, the seed's formula): min(floor(window x threshold), window - reserve).
  * A reserve at or above the window would leave no room at all; it is clamped to half the window and flagged.
  */
 export function computeBudget(window: number, threshold: number, reserveOutput: number): BudgetInfo {
@@ -32,7 +32,8 @@ export interface OverflowLearned {
 }
 
 /**
- * The budget and the count for the one retry after an overflow (CONTRACTS §2.5). The upstream's own numbers win:
+ * The budget and the count for the one retry after an overflow (ARCHITECTURE.md#fail-open rule 5). The upstream's own
+ * numbers win:
  * its window sets the budget, and its prompt count of what it refused scales guardian's per-message estimate. With
  * no numbers at all, aim a quarter below what was refused and count 10% higher than before.
  */

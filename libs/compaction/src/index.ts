@@ -8,6 +8,7 @@ export * from './pins';
 export * from './planner';
 export * from './prefix-hash';
 export * from './rebuild';
+export * from './recall-tools';
 export * from './spill';
 export * from './summary-block';
 export * from './summary-prompt';

@@ -10,7 +10,7 @@ import {
 import type { NeutralMessage } from './types';
 
 describe('extractPins', () => {
-  // The seed's full phrase list (CONTRACTS §3): every phrase pins the sentence that holds it.
+  // The seed's full phrase list (ARCHITECTURE.md#compaction): every phrase pins the sentence that holds it.
   it.each([
     ['remember this', 'Please remember this value: 42 is the answer.'],
     ['remember this (whole sentence)', 'Remember this port number 8443 for the proxy.'],

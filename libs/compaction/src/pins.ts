@@ -1,8 +1,8 @@
 import type { NeutralMessage } from './types';
 
 /**
- * Pinned facts (CONTRACTS §3, the seed's phrase list): a sentence a user typed that asks for it to be kept is
- * carried verbatim in every later compacted request, whatever a summary says. So are `## Must Keep` bullets.
+ * Pinned facts (ARCHITECTURE.md#compaction, the seed's phrase list): a sentence a user typed that asks for it to be
+ * kept is carried verbatim in every later compacted request, whatever a summary says. So are `## Must Keep` bullets.
  */
 const PIN_PHRASES = [
   /\bremember (?:this|that|these)\b/i,
@@ -146,7 +146,8 @@ export function pinsByMessage(messages: readonly NeutralMessage[]): string[][] {
 }
 
 /**
- * The pins a summary block carries for a cut, in shedding order (the first is shed first, CONTRACTS §3): the
+ * The pins a summary block carries for a cut, in shedding order (the first is shed first,
+ * ARCHITECTURE.md#compaction): the
  * summaries' `## Must Keep` bullets that the current summary no longer states, then the user's own pins from the
  * evicted messages, each oldest first. The user's own words outrank a model's list of them
  * (docs/adr/0008-rebuild-policy.md), so the cap at GUARDIAN_PIN_MAX_CHARS drops the bullets first too.

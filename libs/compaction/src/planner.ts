@@ -2,7 +2,7 @@ import { allowedCuts } from './cuts';
 import { messageTokens, tokensForChars } from './estimate';
 import type { BudgetInfo, Counter, KeepRecent, NeutralMessage } from './types';
 
-/** The fewest messages a new cut keeps verbatim (CONTRACTS §3). */
+/** The fewest messages a new cut keeps verbatim (ARCHITECTURE.md#compaction). */
 export const MIN_KEPT_MESSAGES = 4;
 
 export interface PlanInput {
@@ -76,9 +76,9 @@ export function chooseMemo<T extends { cut: number; summaryTokens: number }>(
 }
 
 /**
- * Decides what to do with one request (CONTRACTS §3, order of measures): forward it as it is while it fits; reuse
- * the memoized (sticky) cut while its summary plus the kept tail fit; otherwise choose a new, later cut that keeps
- * about `keep.fraction` of (window - reserve) verbatim, at least MIN_KEPT_MESSAGES messages (or exactly
+ * Decides what to do with one request (ARCHITECTURE.md#compaction, order of measures): forward it as it is while it
+ * fits; reuse the memoized (sticky) cut while its summary plus the kept tail fit; otherwise choose a new, later cut
+ * that keeps about `keep.fraction` of (window - reserve) verbatim, at least MIN_KEPT_MESSAGES messages (or exactly
  * `keep.messages`), never splitting a tool call from its results. When that cut would not fit with its summary,
  * the minimum gives way: a deeper cut is taken before any paste is spilled.
  */

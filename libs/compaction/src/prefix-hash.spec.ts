@@ -1,4 +1,4 @@
-import { canonicalJson, prefixHashes, sha256Hex } from './prefix-hash';
+import { sortedKeyJson, prefixHashes, hashText } from './prefix-hash';
 import type { NeutralMessage } from './types';
 
 /** A message whose digest is taken from the original item, as the format adapters do. */
@@ -12,11 +12,11 @@ function fromItem(role: NeutralMessage['role'], item: Record<string, unknown>): 
     toolCalls: [],
     userTyped: role === 'user',
     spillable: true,
-    digest: sha256Hex(canonicalJson(item)),
+    digest: hashText(sortedKeyJson(item)),
   };
 }
 
-describe('canonicalJson', () => {
+describe('sortedKeyJson', () => {
   it.each([
     [{ b: 1, a: [3, { d: null, c: 'x' }] }, '{"a":[3,{"c":"x","d":null}],"b":1}'],
     [{ a: undefined, b: 2 }, '{"b":2}'],
@@ -24,7 +24,7 @@ describe('canonicalJson', () => {
     ['text "quoted"', '"text \\"quoted\\""'],
     [42, '42'],
   ])('%j -> %s', (value, json) => {
-    expect(canonicalJson(value)).toBe(json);
+    expect(sortedKeyJson(value)).toBe(json);
   });
 });
 
@@ -88,7 +88,7 @@ describe('prefixHashes from known hashes', () => {
       toolCalls: [],
       userTyped: i > 0,
       spillable: true,
-      digest: sha256Hex(text),
+      digest: hashText(text),
     }));
     const all = prefixHashes(messages);
     for (let k = 0; k <= messages.length; k++)

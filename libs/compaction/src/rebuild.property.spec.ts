@@ -16,11 +16,11 @@ import { summaryMaxChars } from './summary-prompt';
 import type { NeutralMessage } from './types';
 
 /**
- * The rebuild policy's invariants (issue 11, CONTRACTS §3) over random growing sessions: user turns with pins and big
- * pastes, tool calls answered out of order, mid-conversation system messages. Each session is sent turn by turn with a
- * memo of sticky cuts and a summariser that writes summaries of any length, as the engine does, without I/O
- * (test/support/compaction-sim.ts). test/compaction/rebuild-recordings.spec.ts runs the same simulation over the real
- * clients' shapes through the format adapters.
+ * The rebuild policy's invariants (issue 11, ARCHITECTURE.md#compaction) over random growing sessions: user turns
+ * with pins and big pastes, tool calls answered out of order, mid-conversation system messages. Each session is sent
+ * turn by turn with a memo of sticky cuts and a summariser that writes summaries of any length, as the engine does,
+ * without I/O (test/support/compaction-sim.ts). test/compaction/rebuild-recordings.spec.ts runs the same simulation
+ * over the real clients' shapes through the format adapters.
  */
 type Op =
   | { kind: 'user'; words: number; pin: boolean; paste: boolean }

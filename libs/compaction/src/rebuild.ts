@@ -69,11 +69,11 @@ export function newestTyped(messages: readonly NeutralMessage[], from: number): 
 }
 
 /**
- * The rebuild around one cut (CONTRACTS §3, order of measures, after the planner chose the cut): keep the system
- * messages and the tail; place the block with every pin and ledger entry; while over budget, cut older pastes to a
- * preview, oldest first; then the newest typed message, only when it alone exceeds what is left; then shed the
- * ledger, then the pins, each oldest first, and only when the request fits without them (what the user said is
- * carried unless it is itself the excess: ADR 0008, ADR 0012).
+ * The rebuild around one cut (ARCHITECTURE.md#compaction, order of measures, after the planner chose the cut): keep
+ * the system messages and the tail; place the block with every pin and ledger entry; while over budget, cut older
+ * pastes to a preview, oldest first; then the newest typed message, only when it alone exceeds what is left; then
+ * shed the ledger, then the pins, each oldest first, and only when the request fits without them (what the user said
+ * is carried unless it is itself the excess: ADR 0008, ADR 0012).
  * Pure: the spills' archive writes and texts happen after, from `spills` (see {@link rebuiltTokens}).
  */
 export function planRebuild(input: RebuildInput): RebuildPlan {
@@ -155,8 +155,8 @@ export function rebuiltTokens(
 
 /**
  * Which rebuild goes out: the one around the cut, unless it is no smaller than what the client sent (a short stretch
- * replaced by a longer summary); then the spill alone when it helps; else nothing (CONTRACTS §3: the forwarded
- * request is never larger than what the client sent).
+ * replaced by a longer summary); then the spill alone when it helps; else nothing (ARCHITECTURE.md#compaction: the
+ * forwarded request is never larger than what the client sent).
  */
 export function chooseRebuild(
   requestTokens: number,

@@ -1,4 +1,5 @@
 import { tokensForChars } from './estimate';
+import { RECALL_TOOLS } from './recall-tools';
 import type { Counter } from './types';
 
 export interface SpillCut {
@@ -63,7 +64,7 @@ export function spillPointer(args: {
   omittedTokens: number;
 }): string {
   const where = args.ref ? `archived as ${args.ref}` : 'not archived yet';
-  return `[context-guardian: message ${args.position} (${args.originalTokens} tokens) ${where} -- the middle ${args.omittedTokens} tokens are omitted; with the recall MCP server, search_spans/read_span open the full text]`;
+  return `[context-guardian: message ${args.position} (${args.originalTokens} tokens) ${where} -- the middle ${args.omittedTokens} tokens are omitted; with the recall MCP server, ${RECALL_TOOLS.searchSpans}/${RECALL_TOOLS.readSpan} open the full text]`;
 }
 
 /**

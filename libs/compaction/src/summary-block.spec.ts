@@ -101,7 +101,7 @@ describe('renderSummaryBlock', () => {
   });
 });
 
-describe('renderSummaryBlock stays bounded whatever the session length (CONTRACTS §3)', () => {
+describe('renderSummaryBlock stays bounded whatever the session length (ARCHITECTURE.md#compaction)', () => {
   const refs = (n: number): string[] =>
     Array.from(
       { length: n },

@@ -26,7 +26,7 @@ export interface NeutralMessage {
 /** Everything the planner needs to know about the budget; all numbers in tokens. */
 export interface BudgetInfo {
   window: number;
-  /** min(floor(window x threshold), window - reserve): CONTRACTS §3. */
+  /** min(floor(window x threshold), window - reserve): ARCHITECTURE.md#compaction. */
   budget: number;
   /** The reserve actually applied (clamped to half the window when it is not below it). */
   reserve: number;

@@ -14,7 +14,7 @@ export interface InMemoryMemoStoreOptions {
   now?: () => number;
 }
 
-/** Cut lengths remembered per session: enough for many sticky cuts, bounded (CONTRACTS §3). */
+/** Cut lengths remembered per session: enough for many sticky cuts, bounded (ARCHITECTURE.md#compaction). */
 export const MAX_CUTS_PER_SESSION = 32;
 const DEFAULT_ENTRIES_PER_SESSION = 64;
 
@@ -129,20 +129,22 @@ export class InMemoryMemoStore extends MemoStore {
     this.usage.set(record.session, { ...record });
   }
 
-  async getUsage(session?: string): Promise<UsageRecord | undefined> {
+  async getUsage(session?: string, owner?: string): Promise<UsageRecord | undefined> {
     if (session !== undefined) {
       const record = this.usage.peek(session);
       return record === undefined ? undefined : { ...record };
     }
     let latest: UsageRecord | undefined;
-    for (const record of this.usage.newestFirst()) latest = newerUsage(latest, record);
+    for (const record of this.usage.newestFirst())
+      if (owner === undefined || record.owner === owner) latest = newerUsage(latest, record);
     return latest === undefined ? undefined : { ...latest };
   }
 
-  async recentUsage(limit: number): Promise<UsageRecord[]> {
+  async recentUsage(limit: number, owner?: string): Promise<UsageRecord[]> {
     // Stable sort: records with the same `at` keep their put order, newest first.
     return this.usage
       .newestFirst()
+      .filter((record) => owner === undefined || record.owner === owner)
       .sort((a, b) => usageTime(b) - usageTime(a))
       .slice(0, Math.max(0, limit))
       .map((record) => ({ ...record }));

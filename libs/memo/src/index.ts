@@ -3,7 +3,7 @@ export {
   MAX_CUTS_PER_SESSION,
   type InMemoryMemoStoreOptions,
 } from './in-memory-memo-store';
-export { MemoError, isMemoError, type MemoErrorCode } from './memo-error';
+export { MemoError, type MemoErrorCode } from './memo-error';
 export { MemoStore, type MemoEntry, type MemoLock, type UsageRecord } from './memo-store';
 export {
   describeTarget,

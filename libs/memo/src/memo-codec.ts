@@ -30,6 +30,7 @@ const usageRecordSchema = z.object({
   last_compaction_at: z.string().nullable(),
   at: z.string(),
   tools: z.number().int().nonnegative().optional(),
+  owner: z.string().optional(),
 });
 
 // A field added to MemoEntry or UsageRecord but not to its schema would be silently dropped on the way

@@ -1,3 +1,5 @@
+import { CodedError } from '@guardian/errors';
+
 /** Stable codes for every failure the memo reports (HOUSE rule 4). */
 export type MemoErrorCode =
   | 'MEMO_BAD_OPTION'
@@ -8,22 +10,10 @@ export type MemoErrorCode =
   | 'MEMO_REDIS_FAILED';
 
 /**
- * A memo failure with a stable `code`. The memo never throws these into the request path (CONTRACTS §2.1):
+ * A memo failure with a stable `code`. The memo never throws these into the request path (ARCHITECTURE.md#fail-open
+ * rule 1):
  * they reach the caller only through `onError` and the connect() result.
  */
-export class MemoError extends Error {
+export class MemoError extends CodedError<MemoErrorCode> {
   override readonly name = 'MemoError';
-
-  constructor(
-    readonly code: MemoErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
-
-/** True when `err` is a MemoError with the given code. */
-export function isMemoError(err: unknown, code?: MemoErrorCode): err is MemoError {
-  return err instanceof MemoError && (code === undefined || err.code === code);
 }

@@ -1,7 +1,7 @@
 /**
  * What the sidecar remembers about one evicted stretch of one conversation: the summary that replaced it,
  * the pins it carried, and where its originals were archived. Keyed by (session hash, prefix hash):
- * CONTRACTS §1-§2.
+ * ARCHITECTURE.md#sessions, ARCHITECTURE.md#fail-open.
  */
 export interface MemoEntry {
   /** The summary text that stands in for the evicted prefix. */
@@ -17,7 +17,8 @@ export interface MemoEntry {
   /** `<run>/<NNNN>.json` of the span holding this stretch; absent while the archive write is deferred. */
   span?: string;
   /**
-   * Set while messages [pendingFrom, cut) are not archived (the volume was full or read-only: CONTRACTS §2.3). The next
+   * Set while messages [pendingFrom, cut) are not archived (the volume was full or read-only:
+   * ARCHITECTURE.md#fail-open rule 3). The next
    * turn that resends them writes them, whether it reuses this cut or makes a new one. An entry without it and
    * without `span` (written by an older version) is pending from `from`.
    */
@@ -49,6 +50,8 @@ export interface UsageRecord {
   at: string;
   /** Tools that request offered; a later request with fewer is a helper (ADR 0010). Absent in older records. */
   tools?: number;
+  /** Team mode: the owner hash of the session's developer, so their dashboard and status line see only theirs. */
+  owner?: string;
 }
 
 /** A held lock on one (session, prefix) stretch; release it when the summary is stored or abandoned. */
@@ -72,9 +75,12 @@ export abstract class MemoStore {
   /** Wait until the entry exists or the holder's lock is gone, at most `timeoutMs`; the entry or undefined. */
   abstract waitFor(session: string, prefixHash: string, timeoutMs: number): Promise<MemoEntry | undefined>;
   abstract putUsage(record: UsageRecord): Promise<void>;
-  /** A session's usage, or the most recent of any session when `session` is undefined. */
-  abstract getUsage(session?: string): Promise<UsageRecord | undefined>;
-  /** Sessions with usage, most recent first, at most `limit` (the dashboard's window-fill list). */
-  abstract recentUsage(limit: number): Promise<UsageRecord[]>;
+  /**
+   * A session's usage, or the most recent of any session when `session` is undefined (of the `owner`'s sessions when
+   * an owner hash is given).
+   */
+  abstract getUsage(session?: string, owner?: string): Promise<UsageRecord | undefined>;
+  /** Sessions with usage, most recent first, at most `limit` (the dashboard's window-fill list); one owner's if given. */
+  abstract recentUsage(limit: number, owner?: string): Promise<UsageRecord[]>;
   abstract close(): Promise<void>;
 }

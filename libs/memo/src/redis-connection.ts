@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { codeOf } from '@guardian/errors';
 import { MemoError, type MemoErrorCode } from './memo-error';
 
 /** Where the memo reports an outage and a recovery; pino's logger fits. Never given keys or values. */
@@ -7,7 +8,7 @@ export interface MemoLogger {
   info(obj: object, msg: string): void;
 }
 
-/** For /readyz, which reports Redis but never waits for it (CONTRACTS §2.2). */
+/** For /readyz, which reports Redis but never waits for it (ARCHITECTURE.md#fail-open rule 2). */
 export type RedisMemoStatus = 'ready' | 'connecting' | 'down';
 
 /** The outcome of the start-up connect attempt; `reason` names the cause in words an operator can act on. */
@@ -128,7 +129,7 @@ export class RedisConnection {
   describe(err: unknown): MemoError {
     if (err instanceof MemoError) return err;
     const message = err instanceof Error ? err.message : String(err);
-    const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+    const code = codeOf(err) ?? '';
     const at = `Redis at ${this.target}`;
     if (message.includes('WRONGPASS')) {
       return new MemoError(

@@ -8,7 +8,7 @@ function sha256(value: string): string {
 
 /**
  * Every Redis key the memo uses, under one prefix so that several deployments can share a Redis.
- * Session values may carry raw header text, and a header value is never used raw in a key (CONTRACTS §1),
+ * Session values may carry raw header text, and a header value is never used raw in a key (ARCHITECTURE.md#sessions),
  * so the session part is always its sha256; a prefix hash is used as is when it is already key-safe.
  */
 export class RedisKeys {
@@ -40,9 +40,14 @@ export class RedisKeys {
     return `${this.prefix}usage:${sessionHash}`;
   }
 
-  /** Sorted set of session hashes scored by the time of their latest usage record (a session part is 64 hex, never "recent"). */
-  recentUsage(): string {
-    return `${this.prefix}usage:recent`;
+  /**
+   * Sorted set of session hashes scored by the time of their latest usage record (a session part is 64 hex, never
+   * "recent"); one per owner in team mode beside the one of every session.
+   */
+  recentUsage(owner?: string): string {
+    return owner === undefined
+      ? `${this.prefix}usage:recent`
+      : `${this.prefix}usage:recent:${this.part(owner)}`;
   }
 
   private part(value: string): string {

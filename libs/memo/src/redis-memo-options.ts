@@ -10,7 +10,7 @@ export interface RedisMemoStoreOptions {
   prefix?: string;
   /** TTL of every key, seconds. */
   ttlSeconds: number;
-  /** Bound on each Redis command, ms (not on waitFor, CONTRACTS §2.4). */
+  /** Bound on each Redis command, ms (not on waitFor, ARCHITECTURE.md#fail-open rule 4). */
   commandTimeoutMs: number;
   /** Bound on the start-up connect attempt, ms (default 2000). */
   connectTimeoutMs?: number;

@@ -184,6 +184,28 @@ describe('RedisMemoStore against a real Redis', () => {
     expect(await b.recentUsage(0)).toEqual([]);
   });
 
+  it('lists one owner’s usage across replicas, and never another’s (team mode)', async () => {
+    const a = await replica();
+    const b = await replica();
+    const owned = (session: string, owner: string, at: string): UsageRecord => ({
+      ...usage(session, at),
+      owner,
+    });
+    await a.putUsage(owned('alice/laptop', 'a'.repeat(64), '2025-01-01T00:00:01.000Z'));
+    await b.putUsage(owned('bob/laptop', 'b'.repeat(64), '2025-01-01T00:00:02.000Z'));
+    await a.putUsage(usage('anonymous', '2025-01-01T00:00:03.000Z'));
+    // A fresh replica answers from Redis alone.
+    const c = await replica();
+    expect((await c.getUsage(undefined, 'a'.repeat(64)))?.session).toBe('alice/laptop');
+    expect((await c.recentUsage(10, 'b'.repeat(64))).map((r) => r.session)).toEqual(['bob/laptop']);
+    expect((await c.recentUsage(10)).map((r) => r.session)).toEqual([
+      'anonymous',
+      'bob/laptop',
+      'alice/laptop',
+    ]);
+    expect(await c.getUsage(undefined, 'c'.repeat(64))).toBeUndefined();
+  });
+
   it('keeps an entry over maxEntryBytes local only, but shares its cut', async () => {
     const a = await replica({ maxEntryBytes: 1024 });
     const b = await replica({ maxEntryBytes: 1024 });

@@ -23,7 +23,7 @@ type Results = [error: Error | null, result: unknown][] | null;
 /**
  * The memo shared by every replica, in Redis. Every operation is fail-soft: when Redis is down, slow or
  * returns bad data, the operation answers from `fallback` (which every write also goes to), calls
- * `onError`, and the request goes on (CONTRACTS §2.1).
+ * `onError`, and the request goes on (ARCHITECTURE.md#fail-open rule 1).
  */
 export class RedisMemoStore extends MemoStore {
   readonly kind = 'redis';
@@ -159,32 +159,34 @@ export class RedisMemoStore extends MemoStore {
   async putUsage(record: UsageRecord): Promise<void> {
     await this.fallback.putUsage(record);
     const sessionHash = this.keys.session(record.session);
-    const recentKey = this.keys.recentUsage();
+    const recentKeys = [this.keys.recentUsage()];
+    if (record.owner !== undefined) recentKeys.push(this.keys.recentUsage(record.owner));
     await this.attempt(
       'putUsage',
       async () => {
         const tx = this.redis
           .multi()
-          .set(this.keys.usageByHash(sessionHash), JSON.stringify(record), 'EX', this.ttlSeconds)
-          .zadd(recentKey, usageTime(record) || Date.now(), sessionHash)
-          // Bounded like the in-process LRU: only the newest GUARDIAN_MAX_SESSIONS sessions are listed.
-          .zremrangebyrank(recentKey, 0, -(this.fallback.maxSessions + 1))
-          .expire(recentKey, this.ttlSeconds);
+          .set(this.keys.usageByHash(sessionHash), JSON.stringify(record), 'EX', this.ttlSeconds);
+        for (const recentKey of recentKeys)
+          tx.zadd(recentKey, usageTime(record) || Date.now(), sessionHash)
+            // Bounded like the in-process LRU: only the newest GUARDIAN_MAX_SESSIONS sessions are listed.
+            .zremrangebyrank(recentKey, 0, -(this.fallback.maxSessions + 1))
+            .expire(recentKey, this.ttlSeconds);
         checkResults(await tx.exec());
       },
       async () => undefined,
     );
   }
 
-  async getUsage(session?: string): Promise<UsageRecord | undefined> {
-    const local = await this.fallback.getUsage(session);
+  async getUsage(session?: string, owner?: string): Promise<UsageRecord | undefined> {
+    const local = await this.fallback.getUsage(session, owner);
     return this.attempt(
       'getUsage',
       async () => {
         let key: string | undefined;
         if (session !== undefined) key = this.keys.usage(session);
         else {
-          const [newest] = await this.redis.zrevrange(this.keys.recentUsage(), 0, 0);
+          const [newest] = await this.redis.zrevrange(this.keys.recentUsage(owner), 0, 0);
           key = newest === undefined ? undefined : this.keys.usageByHash(newest);
         }
         const raw = key === undefined ? null : await this.redis.get(key);
@@ -195,14 +197,14 @@ export class RedisMemoStore extends MemoStore {
     );
   }
 
-  async recentUsage(limit: number): Promise<UsageRecord[]> {
+  async recentUsage(limit: number, owner?: string): Promise<UsageRecord[]> {
     const count = Math.max(0, Math.floor(limit));
-    const local = await this.fallback.recentUsage(count);
+    const local = await this.fallback.recentUsage(count, owner);
     if (count === 0) return [];
     return this.attempt(
       'recentUsage',
       async () => {
-        const hashes = await this.redis.zrevrange(this.keys.recentUsage(), 0, count - 1);
+        const hashes = await this.redis.zrevrange(this.keys.recentUsage(owner), 0, count - 1);
         const raws =
           hashes.length === 0 ? [] : await this.redis.mget(hashes.map((h) => this.keys.usageByHash(h)));
         const bySession = new Map<string, UsageRecord>();
@@ -230,7 +232,8 @@ export class RedisMemoStore extends MemoStore {
   }
 
   private async release(key: string, token: string): Promise<void> {
-    // A failed release is harmless: the lock expires by its TTL and waiters then go on (CONTRACTS §2.4).
+    // A failed release is harmless: the lock expires by its TTL and waiters then go on (ARCHITECTURE.md#fail-open
+    // rule 4).
     await this.attempt(
       'unlock',
       async () => {
@@ -251,7 +254,7 @@ export class RedisMemoStore extends MemoStore {
       this.connection.succeeded();
       return value;
     } catch (err) {
-      // Fail-open (CONTRACTS §2.1): the memo is a cache, so the local answer is always a safe one.
+      // Fail-open (ARCHITECTURE.md#fail-open rule 1): the memo is a cache, so the local answer is always a safe one.
       const error = this.connection.describe(err);
       this.connection.failed(op, error);
       this.report(op, error);
@@ -263,7 +266,7 @@ export class RedisMemoStore extends MemoStore {
     try {
       this.options.onError?.(op, error);
     } catch (err) {
-      // A failing metrics callback must not turn a memo miss into a failed request (CONTRACTS §2.1).
+      // A failing metrics callback must not turn a memo miss into a failed request (ARCHITECTURE.md#fail-open rule 1).
       this.options.logger?.warn({ op, err }, 'memo onError callback threw; ignored');
     }
   }

@@ -192,11 +192,14 @@ describe('stub controls', () => {
 
 describe('stub options', () => {
   it('marks a request aborted when the client gives up during latencyMs', async () => {
-    const stub = await startStub({ latencyMs: 300 });
+    const stub = await startStub({ latencyMs: 2000 });
     try {
-      await expect(
-        post(`${stub.baseUrl}/chat/completions`, chat('hi'), AbortSignal.timeout(30)),
-      ).rejects.toThrow();
+      // Give up once the stub holds the request (a fixed 30 ms could pass before it arrived, on a busy machine).
+      const giveUp = new AbortController();
+      const sent = post(`${stub.baseUrl}/chat/completions`, chat('hi'), giveUp.signal);
+      await waitFor(() => stub.requests.length === 1);
+      giveUp.abort();
+      await expect(sent).rejects.toThrow();
       await waitFor(() => stub.requests[0]?.aborted === true);
     } finally {
       await stub.close();

@@ -1,18 +1,13 @@
 import { z } from 'zod';
+
+import { CodedError } from '@guardian/errors';
 import type { RecordedRequest, StubAnswerMode, StubFlavor, StubOptions, StubReply } from './types';
 
 /** Stable error codes the stub throws (house rule 4). */
 export type StubErrorCode = 'STUB_INVALID_OPTIONS' | 'STUB_LISTEN_FAILED';
 
-export class StubError extends Error {
-  constructor(
-    readonly code: StubErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'StubError';
-  }
+export class StubError extends CodedError<StubErrorCode> {
+  override readonly name = 'StubError';
 }
 
 export const FLAVORS = ['vllm', 'llamacpp', 'ollama', 'lmstudio', 'litellm', 'anthropic', 'none'] as const;

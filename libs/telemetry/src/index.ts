@@ -14,6 +14,8 @@ export {
   SESSION_HEADER_IGNORED_REASONS,
   SUMMARISER_OUTCOMES,
   USAGE_SIDE_KINDS,
+  TOKEN_RELOAD_OUTCOMES,
+  ACCESS_REFUSAL_REASONS,
 } from './metrics';
 export type {
   ArchiveFailureReason,
@@ -26,6 +28,8 @@ export type {
   RequestOutcome,
   Route,
   SummariserOutcome,
+  TokenReloadOutcome,
+  AccessRefusalReason,
 } from './metrics';
 export { genAiAttributes, startOtelSdk, tracer, withOpenSpan, withSpan } from './tracing';
 export type { GenAiFacts, OtelEnv, OtelHandle, SpanAttributeValues } from './tracing';

@@ -1,6 +1,6 @@
 import pino, { type DestinationStream, type Level, type Logger } from 'pino';
 
-// Secrets that must never reach a log line (HOUSE rule 9, CONTRACTS §6): the upstream's credentials and
+// Secrets that must never reach a log line (HOUSE rule 9, ARCHITECTURE.md#access): the upstream's credentials and
 // guardian's own token. Node lower-cases incoming header names; objects we build ourselves may not.
 const SECRET_KEYS = [
   'authorization',

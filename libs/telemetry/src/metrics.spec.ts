@@ -15,14 +15,27 @@ import {
   ARCHIVE_FAILURE_REASONS,
   SESSION_HEADER_IGNORED_REASONS,
   USAGE_SIDE_KINDS,
+  TOKEN_RELOAD_OUTCOMES,
+  ACCESS_REFUSAL_REASONS,
 } from './metrics';
 
 // Label names a metric may carry, each with the closed set of values it may take. `tool` and `version`
 // are bounded by the code (the MCP tool list, the build), not by a list here.
 const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   route: ROUTES,
-  outcome: [...REQUEST_OUTCOMES, ...SUMMARISER_OUTCOMES, ...RECOVERY_OUTCOMES, ...PRECOMPACT_OUTCOMES],
-  reason: [...COMPACTION_REASONS, ...ARCHIVE_FAILURE_REASONS, ...SESSION_HEADER_IGNORED_REASONS],
+  outcome: [
+    ...REQUEST_OUTCOMES,
+    ...SUMMARISER_OUTCOMES,
+    ...RECOVERY_OUTCOMES,
+    ...PRECOMPACT_OUTCOMES,
+    ...TOKEN_RELOAD_OUTCOMES,
+  ],
+  reason: [
+    ...COMPACTION_REASONS,
+    ...ARCHIVE_FAILURE_REASONS,
+    ...SESSION_HEADER_IGNORED_REASONS,
+    ...ACCESS_REFUSAL_REASONS,
+  ],
   kind: USAGE_SIDE_KINDS,
   stage: FAIL_OPEN_STAGES,
   store: MEMO_STORES,
@@ -113,5 +126,22 @@ describe('GuardianMetrics', () => {
     expect(without).not.toContain('guardian_process_cpu_seconds_total');
     expect(withDefaults).toContain('guardian_process_cpu_seconds_total');
     for (const name of withDefaults) expect(name).toMatch(/^guardian_/);
+  });
+});
+
+describe('GuardianMetrics.total', () => {
+  it('sums the series that carry the given labels, and counts a histogram by its observations', async () => {
+    const metrics = new GuardianMetrics();
+    metrics.compactions.inc({ route: 'chat', reason: 'budget' }, 2);
+    metrics.compactions.inc({ route: 'messages', reason: 'overflow' });
+    metrics.summariserDuration.observe({ outcome: 'ok' }, 1.5);
+    metrics.summariserDuration.observe({ outcome: 'error' }, 0.2);
+    metrics.pinsCarried.set(3);
+    expect(await metrics.total(metrics.compactions)).toBe(3);
+    expect(await metrics.total(metrics.compactions, { reason: 'overflow' })).toBe(1);
+    expect(await metrics.total(metrics.summariserDuration)).toBe(2);
+    expect(await metrics.total(metrics.summariserDuration, { outcome: 'ok' })).toBe(1);
+    expect(await metrics.total(metrics.pinsCarried)).toBe(3);
+    expect(await metrics.total(metrics.failOpen, { stage: 'memo' })).toBe(0);
   });
 });

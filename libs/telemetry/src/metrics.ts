@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricValue } from 'prom-client';
 
 // Every metric the sidecar exports is defined in this one file (HOUSE rule 10): prefix `guardian_`, counters
 // end in `_total`, histograms carry their unit, and label values come from the closed sets below, never from
@@ -21,7 +21,7 @@ export const REQUEST_OUTCOMES = [
 ] as const;
 /** Why a compaction ran: the budget was crossed, or the upstream rejected an overflow. */
 export const COMPACTION_REASONS = ['budget', 'overflow'] as const;
-/** Where a fail-open happened (CONTRACTS §2 rule 1). */
+/** Where a fail-open happened (ARCHITECTURE.md#fail-open rule 1). */
 export const FAIL_OPEN_STAGES = [
   'parse',
   'count',
@@ -50,6 +50,10 @@ export const PRECOMPACT_OUTCOMES = ['done', 'used', 'not_needed', 'busy', 'faile
 export const SESSION_HEADER_IGNORED_REASONS = ['empty', 'repeated', 'too_long'] as const;
 /** Requests kept out of a session's usage (ADR 0010): token-count probes and helper requests. */
 export const USAGE_SIDE_KINDS = ['probe', 'helper'] as const;
+/** How a reload of GUARDIAN_TOKENS_FILE ended; on `invalid` and `unreadable` the last good tokens stay in use. */
+export const TOKEN_RELOAD_OUTCOMES = ['loaded', 'invalid', 'unreadable'] as const;
+/** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
+export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
@@ -60,6 +64,8 @@ export type MemoStoreKind = (typeof MEMO_STORES)[number];
 export type MemoOp = (typeof MEMO_OPS)[number];
 export type ArchiveFailureReason = (typeof ARCHIVE_FAILURE_REASONS)[number];
 export type PrecompactOutcome = (typeof PRECOMPACT_OUTCOMES)[number];
+export type TokenReloadOutcome = (typeof TOKEN_RELOAD_OUTCOMES)[number];
+export type AccessRefusalReason = (typeof ACCESS_REFUSAL_REASONS)[number];
 
 const NAMES = {
   requests: 'guardian_requests_total',
@@ -94,6 +100,9 @@ const NAMES = {
   summariserCircuitsOpen: 'guardian_summariser_circuits_open',
   // Not `summary_...`: promtool's linter refuses metric names that contain a metric type.
   summaryWait: 'guardian_summariser_wait_seconds',
+  tokensReloads: 'guardian_tokens_reloads_total',
+  tokensLoaded: 'guardian_tokens_loaded',
+  accessRefusals: 'guardian_access_refusals_total',
   buildInfo: 'guardian_build_info',
 } as const;
 
@@ -106,7 +115,7 @@ const TOKEN_BUCKETS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 2621
 const OVERHEAD_BUCKETS = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 ];
-// A summariser call on a local model can take tens of seconds (CONTRACTS §2 rule 4).
+// A summariser call on a local model can take tens of seconds (ARCHITECTURE.md#fail-open rule 4).
 const SUMMARISER_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
 // GUARDIAN_UPSTREAM_TIMEOUT defaults to 600 s, so the top bucket reaches it.
 const UPSTREAM_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -189,7 +198,7 @@ export class GuardianMetrics {
   );
   readonly archiveDeferred = this.counter(
     NAMES.archiveDeferred,
-    'Evictions forwarded whose span could not be written yet (CONTRACTS §2 rule 3).',
+    'Evictions forwarded whose span could not be written yet (ARCHITECTURE.md#fail-open rule 3).',
     [],
   );
   readonly sealOk = this.gauge(
@@ -231,7 +240,7 @@ export class GuardianMetrics {
   );
   readonly sessionHeaderIgnored = this.counter(
     NAMES.sessionHeaderIgnored,
-    'X-Guardian-Session headers ignored (the derived key was used), by reason (CONTRACTS §1, docs/sessions.md).',
+    'X-Guardian-Session headers ignored (the derived key was used), by reason (ARCHITECTURE.md#sessions, docs/sessions.md).',
     ['reason'],
   );
   readonly usageSideRequests = this.counter(
@@ -262,6 +271,21 @@ export class GuardianMetrics {
     'Time a compacted client request spent getting its summary (near 0 on a memo hit).',
     { labelNames: [], buckets: [0.001, ...SUMMARISER_BUCKETS] },
   );
+  readonly tokensReloads = this.counter(
+    NAMES.tokensReloads,
+    'Reloads of GUARDIAN_TOKENS_FILE after it changed, by outcome (invalid or unreadable: the last good set stays).',
+    ['outcome'],
+  );
+  readonly tokensLoaded = this.gauge(
+    NAMES.tokensLoaded,
+    'Developer tokens in use, from GUARDIAN_TOKENS_FILE (0 without one).',
+    [],
+  );
+  readonly accessRefusals = this.counter(
+    NAMES.accessRefusals,
+    'Requests refused for their X-Guardian-Token (missing where one is required, or not accepted), by reason.',
+    ['reason'],
+  );
   readonly buildInfo = this.gauge(NAMES.buildInfo, 'Always 1; the version label names the running build.', [
     'version',
   ]);
@@ -279,6 +303,25 @@ export class GuardianMetrics {
     // Until a verify finds a break the chain is taken as sound; a 0 at boot would page someone for nothing.
     this.sealOk.set(1);
     this.preInitialise();
+  }
+
+  /**
+   * The sum of a metric's series whose labels include `labels`; for a histogram, how many observations it has.
+   * `/guardian/stats` reads its counters here, so each count is kept once, in the registry (issue 18).
+   */
+  async total<L extends string>(
+    metric: Counter<L> | Gauge<L> | Histogram<L>,
+    labels: Partial<Record<L, string>> = {},
+  ): Promise<number> {
+    const values: (MetricValue<L> & { metricName?: string })[] = (await metric.get()).values;
+    const wanted = Object.entries(labels);
+    return (
+      values
+        // A histogram's series are its buckets, `_sum` and `_count`; a counter's and a gauge's carry no metricName.
+        .filter((v) => v.metricName === undefined || v.metricName.endsWith('_count'))
+        .filter((v) => wanted.every(([k, want]) => (v.labels as Record<string, unknown>)[k] === want))
+        .reduce((n, v) => n + v.value, 0)
+    );
   }
 
   // Series with a small, known label set are created at 0 so `/metrics` shows them before the first event
@@ -302,6 +345,8 @@ export class GuardianMetrics {
     for (const outcome of PRECOMPACT_OUTCOMES) this.precompact.inc({ outcome }, 0);
     for (const reason of SESSION_HEADER_IGNORED_REASONS) this.sessionHeaderIgnored.inc({ reason }, 0);
     for (const kind of USAGE_SIDE_KINDS) this.usageSideRequests.inc({ kind }, 0);
+    for (const outcome of TOKEN_RELOAD_OUTCOMES) this.tokensReloads.inc({ outcome }, 0);
+    for (const reason of ACCESS_REFUSAL_REASONS) this.accessRefusals.inc({ reason }, 0);
   }
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {

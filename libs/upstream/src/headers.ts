@@ -33,7 +33,10 @@ function connectionListed(headers: IncomingHttpHeaders | HeaderMap): Set<string>
   return listed.size > 0 ? listed : undefined;
 }
 
-/** Headers to send upstream: the client's, less hop-by-hop, `host`, `content-length`, `expect` and `x-guardian-*` (CONTRACTS §1). */
+/**
+ * Headers to send upstream: the client's, less hop-by-hop, `host`, `content-length`, `expect` and `x-guardian-*`
+ * (ARCHITECTURE.md#sessions).
+ */
 export function requestHeadersForUpstream(incoming: IncomingHttpHeaders): HeaderMap {
   const listed = connectionListed(incoming);
   const out: HeaderMap = {};

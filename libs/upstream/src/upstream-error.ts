@@ -1,16 +1,19 @@
+import { CodedError, codeOf } from '@guardian/errors';
+
 export type UpstreamErrorCode =
   'UPSTREAM_UNREACHABLE' | 'UPSTREAM_TIMEOUT' | 'UPSTREAM_BAD_RESPONSE' | 'UPSTREAM_ABORTED';
 
 /** A failure reaching the upstream, with the status guardian answers in its place (502 or 504). */
-export class UpstreamError extends Error {
+export class UpstreamError extends CodedError<UpstreamErrorCode> {
+  override readonly name = 'UpstreamError';
+
   constructor(
-    readonly code: UpstreamErrorCode,
+    code: UpstreamErrorCode,
     message: string,
     readonly status: number,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
-    this.name = 'UpstreamError';
+    super(code, message, options);
   }
 }
 
@@ -24,7 +27,7 @@ const TIMEOUT_CODES = new Set([
 /** Maps undici and socket errors onto stable codes: a timeout is a 504, anything else that kept us from the upstream a 502. */
 export function classifyUpstreamError(err: unknown): UpstreamError {
   if (err instanceof UpstreamError) return err;
-  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  const code = codeOf(err) ?? '';
   const name = err instanceof Error ? err.name : '';
   if (name === 'AbortError' || code === 'UND_ERR_ABORTED') {
     return new UpstreamError(

@@ -119,7 +119,8 @@ check_standalone() {
     kubectl create namespace llm &&
       kubectl label namespace llm pod-security.kubernetes.io/enforce=restricted &&
       kubectl -n llm create secret generic context-guardian-secrets \
-        --from-literal=redis-url=redis://redis.llm.svc:6379 --from-literal=admin-token="$(openssl rand -hex 32)" &&
+        --from-literal=redis-url=redis://redis.llm.svc:6379 --from-literal=admin-token="$(openssl rand -hex 32)" \
+        --from-literal=tokens="$(openssl rand -hex 24) alice" &&
       helm install guardian ./helm/context-guardian -n llm -f deploy/kubernetes/standalone-values.yaml --wait --timeout 120s
   } >"$cmdlog" 2>&1 || { tail -20 "$cmdlog" >&2; fail "standalone: helm install failed"; return; }
   ok "standalone: helm install --wait in namespace llm (enforce=restricted)"

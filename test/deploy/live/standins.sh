@@ -14,7 +14,9 @@ build_standins() {
   # The stub as compiled from this tree, on top of the image just built.
   (cd "$CG_ROOT" && npm run --silent build) >"$CG_LOGS/npm-build.log" 2>&1 || die "npm run build failed (log: $CG_LOGS/npm-build.log)"
   ctx="$(mktemp -d)"
-  cp -r "$CG_ROOT/dist/libs/stub-backend" "$ctx/stub-backend"
+  # The stub and the one lib it imports (libs/errors: its coded errors); dist keeps their relative paths.
+  mkdir -p "$ctx/libs"
+  cp -r "$CG_ROOT/dist/libs/stub-backend" "$CG_ROOT/dist/libs/errors" "$ctx/libs/"
   cp "$images/vllm-standin.sh" "$images/llamacpp-standin.sh" "$ctx/"
   local target tag
   for target in vllm llamacpp; do
@@ -22,6 +24,9 @@ build_standins() {
     docker build --progress=plain --target "$target" --build-arg GUARDIAN_IMAGE=context-guardian \
       -t "$tag" -f "$images/stub.Dockerfile" "$ctx" >>"$CG_LOGS/standins.log" 2>&1 \
       || die "building the $target stand-in failed (log: $CG_LOGS/standins.log)"
+    # A stand-in that cannot load its code would only show later as a container that keeps restarting.
+    docker run --rm --entrypoint node "$tag" /app/dist/libs/stub-backend/src/main.js --help >>"$CG_LOGS/standins.log" 2>&1 \
+      || die "the $target stand-in cannot start its stub (log: $CG_LOGS/standins.log)"
   done
   rm -rf "$ctx"
   if ! docker image inspect "$STANDIN_PROMETHEUS_IMAGE" >/dev/null 2>&1; then

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 /**
  * A real, small tmpfs mounted for one test: the span volume that fills up, turns read-only and comes back.
- * Needs root (CI runs as root, CONTRACTS §8); without it the test fails with the reason, it never skips.
+ * Needs root (CI runs as root, ARCHITECTURE.md#tests); without it the test fails with the reason, it never skips.
  */
 export interface Tmpfs {
   dir: string;

@@ -54,7 +54,7 @@ function statusLine(sidecar: Sidecar, session: string): string {
   return r.stdout.trim();
 }
 
-/** Each archive run's session hash and span count (`<data>/spans/<run>/run.json`, CONTRACTS §4). */
+/** Each archive run's session hash and span count (`<data>/spans/<run>/run.json`, ARCHITECTURE.md#files). */
 function archiveRuns(dataDir: string): { run: string; session: string; spans: number }[] {
   const spans = join(dataDir, 'spans');
   if (!existsSync(spans)) return [];

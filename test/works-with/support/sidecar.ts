@@ -13,7 +13,7 @@ export interface Sidecar {
   dataDir: string;
   proc: Proc;
   stats(): Promise<Record<string, unknown>>;
-  /** The compaction log lines (CONTRACTS §4): counts only, no message text. */
+  /** The compaction log lines (ARCHITECTURE.md#files): counts only, no message text. */
   logLines(): Record<string, unknown>[];
   stop(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import { promises as fsp } from 'node:fs';
 
 import { SealedArchive, type SealedArchiveOptions } from '@guardian/archive';
+import type { GuardianClient } from '@guardian/client';
 
 import type { CliConfig } from '../common/cli-config';
 import { CAPTURE_ROUTE, LedgerStore, recoverOffset, sessionRuns, type Ledger } from './capture-ledger';
@@ -9,7 +10,7 @@ import { captureRunName, ccPaths, type HookIo } from './hook-io';
 import type { HookLog } from './hook-log';
 import { buildSnapshot, isEmptySnapshot, renderSnapshot } from './snapshot';
 import { SnapshotStore } from './snapshot-store';
-import { archivedLine, isRecord, readCompleteLines, readTailLines } from './transcript-lines';
+import { archivedLine, isRecord, readCompleteLines, readTailLines, type LineBatch } from './transcript-lines';
 
 export interface CaptureContext {
   io: HookIo;
@@ -20,13 +21,18 @@ export interface CaptureContext {
   maxSpanBytes?: number;
   /** Fires at the 20 s self-imposed limit: the capture stops between spans, so no run is left torn. */
   deadline?: AbortSignal;
+  /**
+   * Team mode (GUARDIAN_URL with GUARDIAN_TOKEN): the spans go to the sidecar's archive instead of the local one; the
+   * ledger and the snapshot stay on this machine, where the resume hook reads them.
+   */
+  sidecar?: () => GuardianClient | undefined;
 }
 
 const TWO_MB = 2 * 1024 * 1024;
 const PRECOMPACT_MARKS = 50;
 
 /**
- * SealedArchive names runs `<stamp>-<hash 8>-<replica>`; CONTRACTS §4 names capture runs
+ * SealedArchive names runs `<stamp>-<hash 8>-<replica>`; ARCHITECTURE.md#files names capture runs
  * `cc-<hash 12>-<replica>`. `runName` asks for that name; every reader here finds a session's runs through
  * run.json, so captures stay correct whichever name the archive gives the run.
  */
@@ -76,23 +82,7 @@ async function copyNewLines(
     onWarning: (w) => void log.failure('capture', w.cause, { run: w.run, warning: w.code }),
   };
   const archive = new SealedArchive(options);
-  const result: CopyResult = { end: input.offset, spans: 0, run: null };
-  const batches = readCompleteLines({
-    file: input.file,
-    offset: input.offset,
-    maxBatchBytes: ctx.maxSpanBytes ?? TWO_MB,
-  });
-  for await (const batch of batches) {
-    if (ctx.deadline?.aborted === true) {
-      await log.write({
-        command: 'capture',
-        code: 'CC_CAPTURE_DEADLINE',
-        session: input.sessionHash.slice(0, 12),
-        offset: result.end,
-      });
-      break;
-    }
-    const messages = batch.lines.map(archivedLine);
+  return copyBatches(ctx, input, async (batch, messages) => {
     const ref = await archive.write({
       kind: 'capture',
       sessionHash: input.sessionHash,
@@ -103,9 +93,78 @@ async function copyNewLines(
       firstIndex: batch.start,
       at: io.now(),
     });
-    result.end = batch.end;
+    return { end: batch.end, run: ref.run };
+  });
+}
+
+/**
+ * Team mode: each batch is posted to the sidecar, which writes it only where its archive of this session ends. When
+ * it ends elsewhere (this machine's ledger was lost, or a capture of this session ran on another), the copy starts
+ * once more from there.
+ */
+async function postNewLines(
+  ctx: CaptureContext,
+  sidecar: GuardianClient,
+  input: { sessionHash: string; file: string; offset: number },
+): Promise<CopyResult> {
+  let from = input.offset;
+  for (let attempt = 1; ; attempt += 1) {
+    let elsewhere: number | undefined;
+    const copied = await copyBatches(ctx, { ...input, offset: from }, async (batch, messages) => {
+      const answer = await sidecar.capture({
+        session_hash: input.sessionHash,
+        offset: batch.start,
+        model: modelOf(messages),
+        lines: messages,
+      });
+      if (answer.accepted) return { end: answer.archived_end, run: answer.run };
+      elsewhere = answer.archived_end;
+      return 'stop';
+    });
+    if (elsewhere === undefined || attempt === 2) return copied;
+    const size = (await fsp.stat(input.file)).size;
+    if (elsewhere > size || !(await atLineStart(input.file, elsewhere))) {
+      // The sidecar's copy does not match this transcript at all: nothing is sent, the log says why.
+      await ctx.log.write({
+        command: 'capture',
+        code: 'CC_TRANSCRIPT_CHANGED',
+        session: input.sessionHash.slice(0, 12),
+        offset: elsewhere,
+        size,
+      });
+      return copied;
+    }
+    from = elsewhere;
+  }
+}
+
+/** Reads the new complete lines in batches and hands each to `put`, until the deadline or `put` says stop. */
+async function copyBatches(
+  ctx: CaptureContext,
+  input: { sessionHash: string; file: string; offset: number },
+  put: (batch: LineBatch, messages: unknown[]) => Promise<{ end: number; run: string | null } | 'stop'>,
+): Promise<CopyResult> {
+  const result: CopyResult = { end: input.offset, spans: 0, run: null };
+  const batches = readCompleteLines({
+    file: input.file,
+    offset: input.offset,
+    maxBatchBytes: ctx.maxSpanBytes ?? TWO_MB,
+  });
+  for await (const batch of batches) {
+    if (ctx.deadline?.aborted === true) {
+      await ctx.log.write({
+        command: 'capture',
+        code: 'CC_CAPTURE_DEADLINE',
+        session: input.sessionHash.slice(0, 12),
+        offset: result.end,
+      });
+      break;
+    }
+    const done = await put(batch, batch.lines.map(archivedLine));
+    if (done === 'stop') break;
+    result.end = done.end;
     result.spans += 1;
-    result.run = ref.run;
+    result.run = done.run ?? result.run;
   }
   return result;
 }
@@ -133,6 +192,7 @@ async function captureLocked(
   input: HookInput,
   file: string,
   ledgers: LedgerStore,
+  sidecar: GuardianClient | undefined,
 ): Promise<void> {
   const sessionHash = sessionHashOf(input);
   const session = sessionHash.slice(0, 12);
@@ -146,13 +206,17 @@ async function captureLocked(
     );
   }
   const ledger = await ledgers.read(sessionHash);
-  const runs = await sessionRuns(ctx.config.spanDir, sessionHash, ledger?.runs ?? []);
+  // In team mode the spans are on the sidecar, which checks the offset itself; locally they are read here.
+  const runs =
+    sidecar === undefined ? await sessionRuns(ctx.config.spanDir, sessionHash, ledger?.runs ?? []) : [];
   const offset = Math.max(ledger?.offset ?? 0, await recoverOffset(ctx.config.spanDir, runs));
   let copied: CopyResult = { end: offset, spans: 0, run: null };
   if (size < offset || !(await atLineStart(file, offset))) {
     // Claude Code only appends; a file that no longer matches the offset was replaced. Copying would
     // duplicate or tear lines, so nothing is copied and the log says why.
     await ctx.log.write({ command: 'capture', code: 'CC_TRANSCRIPT_CHANGED', session, offset, size });
+  } else if (sidecar !== undefined) {
+    copied = await postNewLines(ctx, sidecar, { sessionHash, file, offset });
   } else {
     copied = await copyNewLines(ctx, { sessionHash, file, offset });
   }
@@ -164,7 +228,7 @@ async function captureLocked(
     offset: copied.end,
     last_capture_at: ctx.io.now().toISOString(),
     last_event: event,
-    runs: [...new Set([...runs, ...(copied.run === null ? [] : [copied.run])])],
+    runs: [...new Set([...(ledger?.runs ?? []), ...runs, ...(copied.run === null ? [] : [copied.run])])],
     precompact: [
       ...(ledger?.precompact ?? []),
       ...(event === 'PreCompact' ? [{ at: ctx.io.now().toISOString(), offset: copied.end }] : []),
@@ -187,6 +251,8 @@ export async function captureCommand(ctx: CaptureContext): Promise<0> {
       await ctx.log.write({ command: 'capture', code: 'CC_NO_TRANSCRIPT', session });
       return 0;
     }
+    // Resolved here, so a bad GUARDIAN_URL is logged like any other problem and the hook still exits 0.
+    const sidecar = ctx.sidecar?.();
     const ledgers = new LedgerStore(ccPaths(ctx.config.dataDir).sessionsDir);
     const unlock = await ledgers.lock(sessionHashOf(input), ctx.io.now());
     if (unlock === null) {
@@ -195,7 +261,7 @@ export async function captureCommand(ctx: CaptureContext): Promise<0> {
       return 0;
     }
     try {
-      await captureLocked(ctx, input, input.transcript_path, ledgers);
+      await captureLocked(ctx, input, input.transcript_path, ledgers, sidecar);
     } finally {
       await unlock();
     }

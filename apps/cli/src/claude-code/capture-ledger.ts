@@ -3,14 +3,12 @@ import * as path from 'node:path';
 
 import { z } from 'zod';
 
-import { listSpans, spanFileName } from '@guardian/archive';
+import { CAPTURE_ROUTE, captureEnd, captureRuns } from '@guardian/archive';
 
 import { writeFileAtomic } from './snapshot-store';
-import { archivedLineBytes, parseJsonOrUndefined } from './transcript-lines';
-import { isErrno } from './fs-errors';
+import { isErrno, readJsonFile } from './fs-errors';
 
-/** `route` of every capture span: how readers tell a Claude Code transcript span from a proxy span. */
-export const CAPTURE_ROUTE = 'claude-code';
+export { CAPTURE_ROUTE };
 
 const LedgerSchema = z.object({
   v: z.literal(1),
@@ -27,14 +25,6 @@ const LedgerSchema = z.object({
 });
 export type Ledger = z.infer<typeof LedgerSchema>;
 
-const RunJsonSchema = z.looseObject({ session_hash: z.string() });
-const CaptureSpanSchema = z.looseObject({
-  kind: z.string(),
-  route: z.string(),
-  first_index: z.number(),
-  messages: z.array(z.unknown()),
-});
-
 /** Per-session capture state under `claude-code/sessions/` (a cache: the spans are the truth). */
 export class LedgerStore {
   constructor(private readonly dir: string) {}
@@ -44,16 +34,9 @@ export class LedgerStore {
   }
 
   async read(sessionHash: string): Promise<Ledger | null> {
-    let text: string;
-    try {
-      text = await fsp.readFile(this.file(sessionHash), 'utf8');
-    } catch (err) {
-      if (isErrno(err, 'ENOENT')) return null;
-      throw err;
-    }
-    const parsed = LedgerSchema.safeParse(parseJsonOrUndefined(text));
+    const parsed = await readJsonFile(this.file(sessionHash), LedgerSchema);
     // A damaged ledger is rebuilt from the spans, which is why it may be dropped here.
-    return parsed.success ? parsed.data : null;
+    return parsed?.success ? parsed.data : null;
   }
 
   async write(ledger: Ledger): Promise<void> {
@@ -99,64 +82,11 @@ export class LedgerStore {
 }
 
 /** The session's runs in the span folder, found by name first and confirmed by run.json. */
-export async function sessionRuns(
-  spanDir: string,
-  sessionHash: string,
-  known: string[] = [],
-): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await fsp.readdir(spanDir);
-  } catch (err) {
-    if (isErrno(err, 'ENOENT')) return [];
-    throw err;
-  }
-  const candidates = names.filter(
-    (n) =>
-      n.startsWith(`cc-${sessionHash.slice(0, 12)}-`) ||
-      n.includes(`-${sessionHash.slice(0, 8)}-`) ||
-      known.includes(n),
-  );
-  const out: string[] = [];
-  for (const run of candidates) {
-    try {
-      const meta = RunJsonSchema.safeParse(
-        parseJsonOrUndefined(await fsp.readFile(path.join(spanDir, run, 'run.json'), 'utf8')),
-      );
-      if (meta.success && meta.data.session_hash === sessionHash) out.push(run);
-    } catch (err) {
-      // A run without a readable run.json is not one this adapter wrote; skipping it cannot lose data.
-      if (!isErrno(err, 'ENOENT')) throw err;
-    }
-  }
-  return out.sort();
+export function sessionRuns(spanDir: string, sessionHash: string, known: string[] = []): Promise<string[]> {
+  return captureRuns(spanDir, sessionHash, { known });
 }
 
-/** Transcript bytes a capture span covers: [first_index, end). Null for spans that are not captures. */
-export async function captureSpanRange(
-  spanDir: string,
-  run: string,
-  span: number,
-): Promise<{ start: number; end: number } | null> {
-  const text = await fsp.readFile(path.join(spanDir, run, spanFileName(span)), 'utf8');
-  const parsed = CaptureSpanSchema.safeParse(parseJsonOrUndefined(text));
-  if (!parsed.success || parsed.data.kind !== 'capture' || parsed.data.route !== CAPTURE_ROUTE) return null;
-  const bytes = parsed.data.messages.reduce<number>((sum, m) => sum + archivedLineBytes(m), 0);
-  return { start: parsed.data.first_index, end: parsed.data.first_index + bytes };
-}
-
-/**
- * The archived offset as the spans themselves show it (seed: "recovered from the spans themselves if a
- * capture is cut off"): each run's newest span ends where the next capture must start.
- */
-export async function recoverOffset(spanDir: string, runs: string[]): Promise<number> {
-  let offset = 0;
-  for (const run of runs) {
-    const spans = await listSpans({ spanDir, run });
-    const last = spans[spans.length - 1];
-    if (last === undefined) continue;
-    const range = await captureSpanRange(spanDir, run, last.span);
-    if (range !== null) offset = Math.max(offset, range.end);
-  }
-  return offset;
+/** The archived offset as the spans themselves show it (libs/archive captureEnd). */
+export function recoverOffset(spanDir: string, runs: string[]): Promise<number> {
+  return captureEnd(spanDir, runs);
 }

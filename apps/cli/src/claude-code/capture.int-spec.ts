@@ -84,7 +84,7 @@ describe('context-guardian-claude-code capture', () => {
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-  it('names the capture run cc-<session hash 12>-<replica> (CONTRACTS §4)', async () => {
+  it('names the capture run cc-<session hash 12>-<replica> (ARCHITECTURE.md#files)', async () => {
     await capture();
     const [run] = await captureRuns();
     expect(run).toMatch(new RegExp(`^cc-${HASH.slice(0, 12)}-[0-9a-f]{8}$`));

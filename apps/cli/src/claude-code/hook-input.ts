@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { sha256Hex } from '@guardian/archive';
+import { CodedError } from '@guardian/errors';
 
 /**
  * The JSON Claude Code pipes to a command hook (hooks reference: common fields session_id, transcript_path,
@@ -18,8 +19,12 @@ export const HookInputSchema = z.looseObject({
 });
 export type HookInput = z.infer<typeof HookInputSchema>;
 
-export class HookInputError extends Error {
-  readonly code = 'CC_BAD_HOOK_INPUT';
+export class HookInputError extends CodedError<'CC_BAD_HOOK_INPUT'> {
+  override readonly name = 'HookInputError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CC_BAD_HOOK_INPUT', message, options);
+  }
 }
 
 /** Parses stdin; throws CC_BAD_HOOK_INPUT (the caller logs it and still exits 0). */
@@ -37,7 +42,7 @@ export function parseHookInput(text: string): HookInput {
   return parsed.data;
 }
 
-/** The session hash stored in run.json and spans: sha256 of Claude Code's session id (CONTRACTS §1). */
+/** The session hash stored in run.json and spans: sha256 of Claude Code's session id (ARCHITECTURE.md#sessions). */
 export function sessionHashOf(input: HookInput): string {
   return sha256Hex(input.session_id);
 }

@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
 import type { CliIo } from '../common/cli-io';
@@ -10,7 +8,7 @@ export interface HookIo extends CliIo {
   cwd: () => string;
 }
 
-/** Folders and files the adapter keeps under the data dir (CONTRACTS §4: one data dir for every tool). */
+/** Folders and files the adapter keeps under the data dir (ARCHITECTURE.md#files: one data dir for every tool). */
 export interface CcPaths {
   root: string;
   /** One ledger per captured session: `<sha256>.json` (offset, transcript path, runs). */
@@ -31,15 +29,7 @@ export function ccPaths(dataDir: string): CcPaths {
   };
 }
 
-/** This process's replica tag (CONTRACTS §4): first 8 hex of sha256(hostname, pid, start time). */
-export function replicaTag(now: Date): string {
-  return createHash('sha256')
-    .update(`${os.hostname()}\n${process.pid}\n${now.toISOString()}`)
-    .digest('hex')
-    .slice(0, 8);
-}
-
-/** Capture runs are `cc-<session hash 12>-<replica>` (CONTRACTS §4). */
+/** Capture runs are `cc-<session hash 12>-<replica>` (ARCHITECTURE.md#files). */
 export function captureRunName(sessionHash: string, replica: string): string {
   return `cc-${sessionHash.slice(0, 12)}-${replica}`;
 }

@@ -3,13 +3,14 @@ import { appendFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { z } from 'zod';
 
-import { resolveGuardianPaths } from '@guardian/archive';
+import { replicaTag, resolveGuardianPaths } from '@guardian/archive';
+import { GuardianClient, sidecarTarget } from '@guardian/client';
 
 import { loadCliConfig, processIo, type CliConfig } from '../common/cli-config';
 import { handleCliError } from '../common/cli-error';
 import type { ExitCode } from '../common/exit-codes';
 import { captureCommand } from './capture-command';
-import { ccPaths, replicaTag, type HookIo } from './hook-io';
+import { ccPaths, type HookIo } from './hook-io';
 import { HookLog } from './hook-log';
 import { InstallFlagsSchema, SettingsFlagsSchema, installCommand, uninstallCommand } from './install-command';
 import { resumeCommand } from './resume-command';
@@ -19,6 +20,16 @@ const NAME = 'context-guardian-claude-code';
 /** Seed: the capture "stops itself after 20 s"; spans stop a little earlier so the hard stop never tears one. */
 const HARD_STOP_MS = 20_000;
 const SOFT_STOP_MS = 17_000;
+/** One post to the sidecar (a 2 MB batch) within this; the soft stop still ends the capture between posts. */
+const POST_TIMEOUT_MS = 10_000;
+
+/** Team mode (GUARDIAN_URL with GUARDIAN_TOKEN): the capture posts to the sidecar (libs/client sidecarTarget). */
+function sidecarFor(io: HookIo): GuardianClient | undefined {
+  const target = sidecarTarget(io.env);
+  return target.remote
+    ? new GuardianClient({ url: target.url, token: target.token, timeoutMs: POST_TIMEOUT_MS })
+    : undefined;
+}
 
 function readProcessStdin(): Promise<string> {
   if (process.stdin.isTTY === true) return Promise.resolve('');
@@ -100,6 +111,7 @@ function program(io: HookIo, done: (code: ExitCode) => void, isProcess: boolean)
           ...c,
           replica: replicaTag(io.now()),
           deadline: AbortSignal.timeout(SOFT_STOP_MS),
+          sidecar: () => sidecarFor(io),
         }),
       ),
     );

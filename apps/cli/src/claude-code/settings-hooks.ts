@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CodedError } from '@guardian/errors';
 
 /** Seed: "PreCompact and SessionEnd, timeout 30", plus SessionStart with matcher compact for `resume`. */
 export const HOOK_TIMEOUT_S = 30;
@@ -19,8 +20,12 @@ export const HOOK_SPECS: readonly HookSpec[] = [
 
 export type Settings = Record<string, unknown>;
 
-export class SettingsError extends Error {
-  readonly code = 'CC_SETTINGS_INVALID';
+export class SettingsError extends CodedError<'CC_SETTINGS_INVALID'> {
+  override readonly name = 'SettingsError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CC_SETTINGS_INVALID', message, options);
+  }
 }
 
 const GroupSchema = z.looseObject({

@@ -3,8 +3,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 
 import { z } from 'zod';
-import { isErrno } from './fs-errors';
-import { parseJsonOrUndefined } from './transcript-lines';
+import { isErrno, readJsonFile } from './fs-errors';
 
 /** compact-guardian's lifetime: a snapshot older than 10 minutes belongs to some other compaction. */
 export const SNAPSHOT_TTL_MS = 10 * 60 * 1000;
@@ -48,14 +47,8 @@ export class SnapshotStore {
 
   /** The session's snapshot if it is younger than the TTL; an expired or unreadable one is deleted. */
   async read(sessionHash: string): Promise<StoredSnapshot | null> {
-    let text: string;
-    try {
-      text = await fsp.readFile(this.file(sessionHash), 'utf8');
-    } catch (err) {
-      if (isErrno(err, 'ENOENT')) return null;
-      throw err;
-    }
-    const parsed = StoredSnapshotSchema.safeParse(parseJsonOrUndefined(text));
+    const parsed = await readJsonFile(this.file(sessionHash), StoredSnapshotSchema);
+    if (parsed === null) return null;
     if (!parsed.success || this.expired(parsed.data.created_at)) {
       await this.delete(sessionHash);
       return null;

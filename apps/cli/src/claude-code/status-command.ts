@@ -1,4 +1,4 @@
-import { isArchiveError, verifyRun, type RunVerdict } from '@guardian/archive';
+import { ArchiveError, verifyRun, type RunVerdict } from '@guardian/archive';
 
 import type { CliConfig } from '../common/cli-config';
 import { printJson } from '../common/cli-io';
@@ -56,7 +56,7 @@ async function runVerdicts(config: CliConfig, runs: string[]): Promise<CcStatus[
       });
     } catch (err) {
       // A run removed by --prune is history, not a fault.
-      if (!isArchiveError(err, 'ARCHIVE_NOT_FOUND')) throw err;
+      if (!ArchiveError.is(err, 'ARCHIVE_NOT_FOUND')) throw err;
       out.push({ run, status: 'missing', detail: 'removed (retention prune)' });
     }
   }

@@ -77,12 +77,6 @@ export function archivedLine(text: string): unknown {
   return text;
 }
 
-/** Bytes one archived line took in the transcript, newline included. */
-export function archivedLineBytes(message: unknown): number {
-  const text = typeof message === 'string' ? message : JSON.stringify(message);
-  return Buffer.byteLength(text ?? '', 'utf8') + 1;
-}
-
 /** JSON.parse that answers undefined for text that is not JSON (a damaged cache file, a torn line). */
 export function parseJsonOrUndefined(text: string): unknown {
   try {

@@ -1,14 +1,20 @@
 import { CommanderError } from 'commander';
 import { ZodError } from 'zod';
 
-import { isArchiveError } from '@guardian/archive';
+import { ArchiveError } from '@guardian/archive';
+import { GuardianClientError } from '@guardian/client';
+import { CodedError, codeOf } from '@guardian/errors';
 
 import type { CliIo } from './cli-io';
 import { EXIT, type ExitCode } from './exit-codes';
 
 /** A usage error found after commander parsed the line (conflicting modes, missing term). */
-export class CliUsageError extends Error {
-  readonly code = 'CLI_USAGE';
+export class CliUsageError extends CodedError<'CLI_USAGE'> {
+  override readonly name = 'CliUsageError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CLI_USAGE', message, options);
+  }
 }
 
 /**
@@ -28,16 +34,17 @@ export function handleCliError(err: unknown, io: CliIo, name: string): ExitCode 
     );
     return EXIT.USAGE;
   }
-  if (isArchiveError(err, 'ARCHIVE_CHAIN_BROKEN')) {
+  if (ArchiveError.is(err, 'ARCHIVE_CHAIN_BROKEN')) {
     io.stderr.write(`${name}: ${err.code}: ${err.message}\n`);
     return EXIT.NONE;
   }
-  if (isArchiveError(err) || err instanceof CliUsageError) {
+  // Read through the sidecar, the archive answers the same codes (ARCHIVE_NOT_FOUND, ARCHIVE_BAD_ID...); a refused
+  // token or an unreachable sidecar is a usage problem too: exit 2 with the reason.
+  if (ArchiveError.is(err) || CliUsageError.is(err) || GuardianClientError.is(err)) {
     io.stderr.write(`${name}: ${err.code}: ${err.message}\n`);
     return EXIT.USAGE;
   }
-  const code =
-    err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : 'CLI_FAILED';
+  const code = codeOf(err) ?? 'CLI_FAILED';
   io.stderr.write(`${name}: ${code}: ${err instanceof Error ? err.message : String(err)}\n`);
   return EXIT.USAGE;
 }

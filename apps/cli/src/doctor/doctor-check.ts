@@ -1,3 +1,5 @@
+import { codeOf } from '@guardian/errors';
+
 /** How a check came out. `note` and `skip` do not fail the run; `fail` does and always carries a fix. */
 export type CheckStatus = 'ok' | 'note' | 'skip' | 'fail';
 
@@ -36,7 +38,5 @@ export function fail(name: string, detail: string, fix: string): CheckResult {
 
 /** A stable code of an error, read structurally (fs and undici errors carry one). */
 export function errorCode(err: unknown): string {
-  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string')
-    return err.code;
-  return err instanceof Error ? err.name : 'error';
+  return codeOf(err) ?? (err instanceof Error ? err.name : 'error');
 }

@@ -2,7 +2,8 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 
-import { isArchiveError, verifyArchive, type GuardianPaths } from '@guardian/archive';
+import { sealAll, type ArchiveSource, type GuardianPaths, type RunVerdict } from '@guardian/archive';
+import { GuardianClientError } from '@guardian/client';
 
 import { errorCode, fail, note, ok, type CheckResult } from './doctor-check';
 
@@ -57,22 +58,30 @@ export async function checkDataDir(paths: GuardianPaths): Promise<CheckResult[]>
   return out;
 }
 
-/** The --verify check over the local archive, summarised in one line. */
-export async function checkArchive(
-  paths: GuardianPaths,
-  onProgress?: (done: number, total: number) => void,
-): Promise<CheckResult> {
-  let verdict;
+/**
+ * The --verify check over the archive, summarised in one line: the local span folder, or (team mode) the caller's
+ * runs read through the sidecar. `where` names it in the report.
+ */
+export async function checkArchive(source: ArchiveSource, where: string): Promise<CheckResult> {
+  let runs: RunVerdict[];
   try {
-    verdict = await verifyArchive({ spanDir: paths.spanDir, anchorDir: paths.anchorDir, onProgress });
+    runs = (await sealAll(source)).runs;
   } catch (err: unknown) {
     // A fresh install has no span folder until the first compaction: nothing to verify is not a fault.
-    if (isArchiveError(err, 'ARCHIVE_NOT_FOUND'))
-      return note('archive', `no archive yet at ${paths.spanDir}`);
+    if (errorCode(err) === 'ARCHIVE_NOT_FOUND') return note('archive', `no archive yet at ${where}`);
+    if (err instanceof GuardianClientError) {
+      const refused = err.status === 401 || err.status === 403;
+      return fail(
+        'archive',
+        `cannot read the archive through ${where} (${err.code}: ${err.message})`,
+        refused
+          ? 'set GUARDIAN_TOKEN to your developer token (docs/team.md)'
+          : 'see the sidecar log, or check --url / GUARDIAN_URL',
+      );
+    }
     throw err;
   }
-  const { runs } = verdict;
-  if (runs.length === 0) return note('archive', `no runs yet in ${paths.spanDir}`);
+  if (runs.length === 0) return note('archive', `no runs yet in ${where}`);
   const spans = runs.reduce((sum, r) => sum + r.lines, 0);
   const broken = runs.filter((r) => r.break !== null);
   const first = broken[0];

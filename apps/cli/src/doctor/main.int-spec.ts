@@ -148,7 +148,7 @@ describe('context-guardian-doctor with nothing running', () => {
       `ok    data dir   ${join(dataDir, 'not-yet')} (not created yet; ${dataDir} is writable)`,
     );
     expect(out).toContain(
-      `FAIL  sidecar    no answer at http://127.0.0.1:${port}/readyz (DOCTOR_UNREACHABLE: ECONNREFUSED)`,
+      `FAIL  sidecar    no answer at http://127.0.0.1:${port}/readyz (SIDECAR_UNREACHABLE: ECONNREFUSED)`,
     );
     expect(out).toContain(
       '      fix: start the sidecar (context-guardian), or point --url / GUARDIAN_URL at the one running',

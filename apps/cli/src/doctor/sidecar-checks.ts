@@ -1,37 +1,46 @@
+import { GuardianClient, GuardianClientError, type StatsAnswer } from '@guardian/client';
+
 import { fail, note, ok, skip, type CheckResult } from './doctor-check';
-import { SidecarError, getJson, sidecarUrl, type SidecarTarget } from './sidecar-client';
 
-type Json = Record<string, unknown>;
-
-function asObject(value: unknown): Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : {};
-}
-
-function str(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
+/** Where the doctor looks, and how long it waits for each answer. */
+export interface SidecarTarget {
+  url: string;
+  token?: string;
+  timeoutMs: number;
 }
 
 /** The checks that need the running sidecar: /readyz, /guardian/stats and the upstream status it reports. */
 export async function checkSidecar(target: SidecarTarget): Promise<CheckResult[]> {
-  const ready = await checkReady(target);
+  let client: GuardianClient;
+  try {
+    client = new GuardianClient(target);
+  } catch (err: unknown) {
+    if (!(err instanceof GuardianClientError)) throw err;
+    return [
+      fail('sidecar', `${err.code}: ${err.message}`, 'set --url / GUARDIAN_URL to http(s)://host:port'),
+      skip('stats', 'needs the sidecar'),
+      skip('upstream', 'needs the sidecar'),
+    ];
+  }
+  const ready = await checkReady(client, target.url);
   if (ready.status === 'fail') {
     return [ready, skip('stats', 'needs the sidecar'), skip('upstream', 'needs the sidecar')];
   }
-  return [ready, ...(await checkStats(target))];
+  return [ready, ...(await checkStats(client))];
 }
 
-async function checkReady(target: SidecarTarget): Promise<CheckResult> {
-  const url = sidecarUrl(target.url, 'readyz').href;
+async function checkReady(client: GuardianClient, base: string): Promise<CheckResult> {
+  const url = client.url('readyz').href;
   const start = 'start the sidecar (context-guardian), or point --url / GUARDIAN_URL at the one running';
   let reply;
   try {
-    reply = await getJson(target, 'readyz');
+    reply = await client.ready();
   } catch (err: unknown) {
-    if (err instanceof SidecarError)
+    if (err instanceof GuardianClientError)
       return fail('sidecar', `no answer at ${url} (${err.code}: ${err.message})`, start);
     throw err;
   }
-  const body = asObject(reply.body);
+  const body = reply.body ?? {};
   if (reply.status !== 200 || body.status !== 'ready') {
     return fail(
       'sidecar',
@@ -39,11 +48,12 @@ async function checkReady(target: SidecarTarget): Promise<CheckResult> {
       `${start}; its log says why it is not ready`,
     );
   }
-  const volume = str(body.span_volume) ?? 'unknown';
-  const redis = str(body.redis);
-  const detail = `ready at ${target.url} (version ${str(body.version) ?? '?'}; span volume ${volume}; memo ${str(body.memo_store) ?? '?'}${redis !== undefined && redis !== 'not configured' ? `, redis ${redis}` : ''})`;
+  const volume = body.span_volume ?? 'unknown';
+  const redis = body.redis;
+  const detail = `ready at ${base} (version ${body.version ?? '?'}; span volume ${volume}; memo ${body.memo_store ?? '?'}${redis !== undefined && redis !== 'not configured' ? `, redis ${redis}` : ''})`;
   if (volume !== 'writable') {
-    // The sidecar fails open and defers spans (CONTRACTS §2.3); the archive still misses them until fixed.
+    // The sidecar fails open and defers spans (ARCHITECTURE.md#fail-open rule 3); the archive still misses them until
+    // fixed.
     return fail(
       'sidecar',
       detail,
@@ -60,45 +70,42 @@ async function checkReady(target: SidecarTarget): Promise<CheckResult> {
   return ok('sidecar', detail);
 }
 
-async function checkStats(target: SidecarTarget): Promise<CheckResult[]> {
-  let reply;
+async function checkStats(client: GuardianClient): Promise<CheckResult[]> {
+  let stats: StatsAnswer;
   try {
-    reply = await getJson(target, 'guardian/stats');
+    stats = await client.stats();
   } catch (err: unknown) {
-    if (err instanceof SidecarError) {
+    if (!(err instanceof GuardianClientError)) throw err;
+    if (err.status === 401 || err.status === 403) {
       return [
-        fail('stats', `no answer from /guardian/stats (${err.code}: ${err.message})`, 'see the sidecar log'),
+        fail(
+          'stats',
+          `/guardian/stats answered ${err.status}`,
+          'set GUARDIAN_TOKEN to an admin or developer token (sent as X-Guardian-Token)',
+        ),
         skip('upstream', 'needs /guardian/stats'),
       ];
     }
-    throw err;
-  }
-  if (reply.status === 401 || reply.status === 403) {
     return [
       fail(
         'stats',
-        `/guardian/stats answered ${reply.status}`,
-        'set GUARDIAN_TOKEN to an admin or developer token (sent as X-Guardian-Token)',
+        err.status === undefined
+          ? `no answer from /guardian/stats (${err.code}: ${err.message})`
+          : `/guardian/stats answered ${err.status}`,
+        'see the sidecar log',
       ),
       skip('upstream', 'needs /guardian/stats'),
     ];
   }
-  if (reply.status !== 200) {
-    return [
-      fail('stats', `/guardian/stats answered ${reply.status}`, 'see the sidecar log'),
-      skip('upstream', 'needs /guardian/stats'),
-    ];
-  }
-  const stats = asObject(reply.body);
   return [statsLine(stats), upstreamLine(stats)];
 }
 
-function statsLine(stats: Json): CheckResult {
+function statsLine(stats: Partial<StatsAnswer>): CheckResult {
   const window =
     typeof stats.num_ctx === 'number'
-      ? `window ${stats.num_ctx} (${str(stats.window_source) ?? '?'})`
-      : `window ${str(stats.window_source) ?? 'not known yet'}`;
-  const failOpen = Object.entries(asObject(stats.fail_open)).filter(
+      ? `window ${stats.num_ctx} (${stats.window_source ?? '?'})`
+      : `window ${stats.window_source ?? 'not known yet'}`;
+  const failOpen = Object.entries(stats.fail_open ?? {}).filter(
     (e): e is [string, number] => typeof e[1] === 'number' && e[1] > 0,
   );
   const total = failOpen.reduce((sum, [, n]) => sum + n, 0);
@@ -116,8 +123,8 @@ function statsLine(stats: Json): CheckResult {
   return ok('stats', detail);
 }
 
-function upstreamLine(stats: Json): CheckResult {
-  const upstream = str(stats.upstream) ?? '?';
+function upstreamLine(stats: Partial<StatsAnswer>): CheckResult {
+  const upstream = stats.upstream ?? '?';
   switch (stats.upstream_status) {
     case 'ok':
       return ok('upstream', `${upstream} answered the last request`);

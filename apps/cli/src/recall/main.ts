@@ -1,17 +1,21 @@
-import { createHash } from 'node:crypto';
-import * as os from 'node:os';
-
 import { Command } from 'commander';
 
-import { parseAge } from '@guardian/archive';
+import { LocalArchive, Receipts, parseAge, replicaTag, type ArchiveSource } from '@guardian/archive';
+import { GuardianClient, RemoteArchive, sidecarTarget } from '@guardian/client';
 
-import { loadCliConfig, processIo } from '../common/cli-config';
-import { handleCliError } from '../common/cli-error';
-import type { CliIo } from '../common/cli-io';
+import { loadCliConfig, processIo, type CliConfig } from '../common/cli-config';
+import { CliUsageError, handleCliError } from '../common/cli-error';
+import { progress, type CliIo } from '../common/cli-io';
 import type { ExitCode } from '../common/exit-codes';
 import { pruneCommand, reindexCommand, repairCommand, sealExistingCommand } from './maintenance-command';
 import type { RecallContext } from './recall-context';
-import { RecallFlagsSchema, pickMode, type RecallMode } from './recall-options';
+import {
+  MAINTENANCE_MODES,
+  RecallFlagsSchema,
+  pickMode,
+  type RecallFlags,
+  type RecallMode,
+} from './recall-options';
 import { receiptsCommand, savingsCommand } from './report-command';
 import { searchCommand } from './search-command';
 import { headsCommand, verifyCommand } from './verify-command';
@@ -38,16 +42,12 @@ function program(io: CliIo): Command {
     .option('--share', 'with --receipts: the five-line block to paste')
     .option('--savings', 'how much smaller the forwarded requests were')
     .option('--since <age>', 'window for --receipts and --savings: 30m, 24h, 7d, 2w', '7d')
+    .option(
+      '--url <url>',
+      'read through this sidecar (team mode; GUARDIAN_URL with GUARDIAN_TOKEN does the same), scoped to GUARDIAN_TOKEN',
+    )
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
-}
-
-/** This process's replica tag (CONTRACTS §4): first 8 hex of sha256(hostname, pid, start time). */
-function replicaTag(now: Date): string {
-  return createHash('sha256')
-    .update(`${os.hostname()}\n${process.pid}\n${now.toISOString()}`)
-    .digest('hex')
-    .slice(0, 8);
 }
 
 async function dispatch(mode: RecallMode, ctx: RecallContext, term: string | undefined): Promise<ExitCode> {
@@ -73,6 +73,45 @@ async function dispatch(mode: RecallMode, ctx: RecallContext, term: string | und
   }
 }
 
+/** An archive read through the sidecar may take a while: each page of a seal check, a search that scans a volume. */
+const REMOTE_TIMEOUT_MS = 60_000;
+
+/**
+ * The archive a reading mode uses: through the sidecar in team mode (ARCHITECTURE.md#access), else the local span folder, with
+ * the counts-only receipts a recall leaves (the sidecar records its own). The maintenance modes change files, so
+ * they always run on the local folder, and are refused with an explicit --url.
+ */
+function openArchive(
+  io: CliIo,
+  config: CliConfig,
+  flags: RecallFlags,
+  mode: RecallMode,
+  replica: string,
+): { archive: ArchiveSource; where: string } {
+  const target = sidecarTarget(io.env, flags.url);
+  if (MAINTENANCE_MODES.includes(mode)) {
+    if (flags.url !== undefined)
+      throw new CliUsageError(
+        `--${mode} changes the archive: run it where the span folder is, without --url`,
+      );
+  } else if (target.remote) {
+    const client = new GuardianClient({ url: target.url, token: target.token, timeoutMs: REMOTE_TIMEOUT_MS });
+    return { archive: new RemoteArchive(client), where: target.url };
+  }
+  const archive = new LocalArchive({
+    ...config,
+    receipts: new Receipts({ receiptsDir: config.receiptsDir, replica, now: io.now }),
+    now: io.now,
+    onVerifyProgress: progress(io, 'verifying runs'),
+    // Receipts never fail a recall (seed: fail open for every receipt write); said once on stderr.
+    onReceiptError: (err) =>
+      io.stderr.write(
+        `${NAME}: warning: receipt not written (${err instanceof Error ? err.message : String(err)})\n`,
+      ),
+  });
+  return { archive, where: config.spanDir };
+}
+
 /**
  * `context-guardian-recall`: parse (commander + zod), call the archive library, print human text or
  * `--json`, return the exit code (0 hits/OK, 1 no hits/break, 2 usage or no archive). Never throws.
@@ -87,7 +126,9 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
     if (mode === 'receipts' || mode === 'savings') parseAge(flags.since);
     const config = loadCliConfig(io);
     for (const warning of config.warnings) io.stderr.write(`${NAME}: warning: ${warning}\n`);
-    return await dispatch(mode, { io, config, flags, replica: replicaTag(io.now()) }, term);
+    const replica = replicaTag(io.now());
+    const { archive, where } = openArchive(io, config, flags, mode, replica);
+    return await dispatch(mode, { io, config, flags, replica, archive, where }, term);
   } catch (err) {
     return handleCliError(err, io, NAME);
   }

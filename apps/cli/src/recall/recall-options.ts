@@ -21,11 +21,15 @@ export const RecallFlagsSchema = z.object({
   share: z.boolean().default(false),
   savings: z.boolean().default(false),
   since: z.string().default('7d'),
+  url: z.url({ protocol: /^https?$/ }).optional(),
 });
 export type RecallFlags = z.infer<typeof RecallFlagsSchema>;
 
 export type RecallMode =
   'search' | 'verify' | 'heads' | 'seal-existing' | 'prune' | 'repair' | 'reindex' | 'receipts' | 'savings';
+
+/** Modes that change the archive: they run where the span folder is, never through the sidecar's read-only API. */
+export const MAINTENANCE_MODES: readonly RecallMode[] = ['seal-existing', 'prune', 'repair', 'reindex'];
 
 /** Exactly one mode per call: a term (search) or one of the mode flags. */
 export function pickMode(term: string | undefined, flags: RecallFlags): RecallMode {

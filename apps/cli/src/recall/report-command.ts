@@ -1,9 +1,4 @@
-import {
-  receiptsSummary,
-  savingsSummary,
-  type ReceiptsSummary,
-  type SavingsSummary,
-} from '@guardian/archive';
+import type { ReceiptsSummary, SavingsSummary } from '@guardian/archive';
 
 import { formatCount, printJson } from '../common/cli-io';
 import { EXIT, type ExitCode } from '../common/exit-codes';
@@ -45,13 +40,7 @@ function receiptsTable(r: ReceiptsSummary): string {
 
 /** `--receipts --since AGE [--share]`. */
 export async function receiptsCommand(ctx: RecallContext): Promise<ExitCode> {
-  const summary = await receiptsSummary({
-    since: ctx.flags.since,
-    spanDir: ctx.config.spanDir,
-    anchorDir: ctx.config.anchorDir,
-    receiptsDir: ctx.config.receiptsDir,
-    now: ctx.io.now,
-  });
+  const summary = await ctx.archive.receipts({ since: ctx.flags.since });
   if (ctx.flags.json) printJson(ctx.io, summary);
   else ctx.io.stdout.write(`${ctx.flags.share ? shareBlock(summary) : receiptsTable(summary)}\n`);
   return EXIT.OK;
@@ -83,12 +72,7 @@ function costSaved(s: SavingsSummary, costPer1M: number): number {
 
 /** `--savings --since AGE [--json]`. */
 export async function savingsCommand(ctx: RecallContext): Promise<ExitCode> {
-  const summary = await savingsSummary({
-    since: ctx.flags.since,
-    logDir: ctx.config.logDir,
-    receiptsDir: ctx.config.receiptsDir,
-    now: ctx.io.now,
-  });
+  const summary = await ctx.archive.savings({ since: ctx.flags.since });
   const price = ctx.config.costPer1MInputUsd ?? 0;
   if (ctx.flags.json)
     printJson(

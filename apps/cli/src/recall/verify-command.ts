@@ -1,6 +1,6 @@
-import { chainHeads, verifyArchive, type RunVerdict } from '@guardian/archive';
+import { sealAll, type RunVerdict } from '@guardian/archive';
 
-import { printJson, progress } from '../common/cli-io';
+import { printJson } from '../common/cli-io';
 import { EXIT, type ExitCode } from '../common/exit-codes';
 import type { RecallContext } from './recall-context';
 
@@ -17,12 +17,7 @@ function verdictLine(v: RunVerdict): string {
 
 /** `--verify [--all | --run R]`: OK per run or its first break; exit 0 only when every run is OK. */
 export async function verifyCommand(ctx: RecallContext): Promise<ExitCode> {
-  const result = await verifyArchive({
-    spanDir: ctx.config.spanDir,
-    anchorDir: ctx.config.anchorDir,
-    run: ctx.flags.run,
-    onProgress: progress(ctx.io, 'verifying runs'),
-  });
+  const result = await sealAll(ctx.archive, { run: ctx.flags.run });
   if (ctx.flags.json) printJson(ctx.io, result);
   else {
     for (const verdict of result.runs) ctx.io.stdout.write(`${verdictLine(verdict)}\n`);
@@ -38,7 +33,7 @@ export async function verifyCommand(ctx: RecallContext): Promise<ExitCode> {
 
 /** `--heads`: each run's chain head. */
 export async function headsCommand(ctx: RecallContext): Promise<ExitCode> {
-  const heads = await chainHeads({ spanDir: ctx.config.spanDir });
+  const heads = await ctx.archive.heads();
   if (ctx.flags.json) printJson(ctx.io, heads);
   else for (const h of heads) ctx.io.stdout.write(`${h.run} seq ${h.seq} ${h.head}\n`);
   return EXIT.OK;

@@ -1,4 +1,6 @@
-// The one place the status line reads the environment (HOUSE rule 2). Names and defaults: CONTRACTS §6-§7.
+// The one place the status line reads the environment (HOUSE rule 2). Names and defaults: ARCHITECTURE.md#access,
+// ARCHITECTURE.md#configuration.
+import { sidecarTarget } from '@guardian/client';
 
 /** Where the status line looks for the sidecar, and the token it sends, before any flag overrides them. */
 export interface StatuslineDefaults {
@@ -6,13 +8,8 @@ export interface StatuslineDefaults {
   token: string | undefined;
 }
 
-/** Reads GUARDIAN_URL (else http://127.0.0.1:$GUARDIAN_PORT, port 8786) and GUARDIAN_TOKEN. */
+/** Reads GUARDIAN_URL (else http://127.0.0.1:$GUARDIAN_PORT, port 8786) and GUARDIAN_TOKEN (libs/client). */
 export function statuslineDefaults(env: NodeJS.ProcessEnv = process.env): StatuslineDefaults {
-  const url = nonEmpty(env.GUARDIAN_URL) ?? `http://127.0.0.1:${nonEmpty(env.GUARDIAN_PORT) ?? '8786'}`;
-  return { url, token: nonEmpty(env.GUARDIAN_TOKEN) };
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  const trimmed = value?.trim();
-  return trimmed === undefined || trimmed === '' ? undefined : trimmed;
+  const { url, token } = sidecarTarget(env);
+  return { url, token };
 }

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -122,16 +122,10 @@ describe('context-guardian-statusline against a real HTTP server', () => {
   });
 
   it('as a process, exits with the line while its stdin pipe stays open', async () => {
-    // main.ts imports node:* and commander only, so a require hook with @swc/core runs it unbuilt, as the
-    // main module (so its own "run when executed directly" branch is what runs).
+    // The status line loads node:*, commander and libs/client only; test/support/swc-register.js compiles it unbuilt
+    // and resolves @guardian/client, so main.ts runs as the main module (its own "run when executed directly" branch).
     const dir = await mkdtemp(join(tmpdir(), 'cg-statusline-'));
-    const hook = join(dir, 'swc-hook.js');
-    await writeFile(
-      hook,
-      `const swc = require(${JSON.stringify(require.resolve('@swc/core'))});
-      require.extensions['.ts'] = (m, f) => m._compile(swc.transformFileSync(f, {
-        module: { type: 'commonjs' }, jsc: { parser: { syntax: 'typescript' }, target: 'es2022' } }).code, f);`,
-    );
+    const hook = join(__dirname, '..', '..', '..', '..', 'test', 'support', 'swc-register.js');
     try {
       const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
         const child = execFile(

@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
+import { codeOf } from '@guardian/errors';
 
 import { parseTimeoutSeconds } from '../common/cli-options';
 import { statuslineDefaults } from './config';
@@ -87,8 +88,10 @@ function drainStdin(stdin: StatuslineIo['stdin']): (() => void) | undefined {
 }
 
 function describe(err: unknown): string {
-  if (err instanceof Error)
-    return 'code' in err && typeof err.code === 'string' ? `${err.code}: ${err.message}` : err.message;
+  if (err instanceof Error) {
+    const code = codeOf(err);
+    return code === undefined ? err.message : `${code}: ${err.message}`;
+  }
   return String(err);
 }
 

@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 
+import { RECALL_TOOL_NAMES } from '@guardian/compaction';
 import { MemoStore } from '@guardian/memo';
 
+import type { OwnedRoute } from '../formats/owned-route';
 import { Observability } from '../observability/observability';
 import { CaptureService } from './capture.service';
-import type { OwnedRoute } from '../http/api-style';
 import type { Decision, RequestContext } from './compaction-context';
-import type { ObservedAnswer } from './formats/format-adapter';
+import type { ObservedAnswer } from '../formats/format-adapter';
 import { RequestCounter, type CountSource } from './request-counter';
 import { SessionTable } from './session-table';
 import { SpanRecorder } from './span-recorder';
@@ -15,6 +16,8 @@ import { chooseUsage, usageCandidate, type UsageCandidate } from './usage-select
 /** What the bookkeeping of one answer needs to know about its request, however the request was decided. */
 export interface AnswerFacts {
   sessionHash: string;
+  /** Team mode: the owner hash of the token that sent the request. */
+  ownerHash?: string;
   model: string;
   route: OwnedRoute;
   window: number;
@@ -28,7 +31,7 @@ export interface AnswerFacts {
 
 /** The facts of a parsed and measured request. */
 export function factsOf(ctx: RequestContext): AnswerFacts {
-  return {
+  const facts: AnswerFacts = {
     sessionHash: ctx.session.hash,
     model: ctx.conv.model,
     route: ctx.conv.route,
@@ -37,18 +40,9 @@ export function factsOf(ctx: RequestContext): AnswerFacts {
     candidate: usageCandidate(ctx.conv.json),
     items: ctx.conv.items,
   };
+  if (ctx.session.ownerHash !== undefined) facts.ownerHash = ctx.session.ownerHash;
+  return facts;
 }
-
-/** Tool names the recall MCP server offers; a model calling one is counted for the receipts. */
-const RECALL_TOOLS = new Set([
-  'search_spans',
-  'read_span',
-  'list_spans',
-  'list_digests',
-  'get_seal_status',
-  'get_proxy_status',
-  'get_context_status',
-]);
 
 /**
  * What follows an answered request, behind it: the calibration sample, recall tool calls for the receipts, the
@@ -72,12 +66,17 @@ export class AnswerBookkeeping {
     if (observed.promptTokens !== undefined && d.rawForwarded > 0)
       this.counter.observe(model, observed.promptTokens, d.rawForwarded);
     for (const name of observed.toolNames) {
-      if (!RECALL_TOOLS.has(name)) continue;
+      if (!RECALL_TOOL_NAMES.has(name)) continue;
       obs.metrics.recallToolCalls.inc({ tool: name });
-      await this.recorder.recallToolCall();
+      await this.recorder.recallToolCall(facts.ownerHash);
     }
     if (facts.items)
-      this.capture.record({ sessionHash: facts.sessionHash, route: facts.route, messages: facts.items });
+      this.capture.record({
+        sessionHash: facts.sessionHash,
+        ownerHash: facts.ownerHash,
+        route: facts.route,
+        messages: facts.items,
+      });
     this.sessions.touch(facts.sessionHash, d.compactedAt);
     obs.metrics.activeSessions.set(this.sessions.size);
     const previous = await this.memo.getUsage(facts.sessionHash);
@@ -94,6 +93,7 @@ export class AnswerBookkeeping {
     const used = reported ?? d.tokensAfter;
     await this.memo.putUsage({
       session: facts.sessionHash,
+      ...(facts.ownerHash === undefined ? {} : { owner: facts.ownerHash }),
       window: facts.window,
       used_after_compaction: used,
       pct: Math.round((used / facts.window) * 1000) / 10,

@@ -1,8 +1,8 @@
 import { AnswerReader, usageMember } from './answer-reader';
-import { anthropicAdapter } from './formats/anthropic.adapter';
-import { chatAdapter } from './formats/chat.adapter';
-import type { FormatAdapter, ObservedAnswer } from './formats/format-adapter';
-import { responsesAdapter } from './formats/responses.adapter';
+import { anthropicAdapter } from '../formats/anthropic.adapter';
+import { chatAdapter } from '../formats/chat.adapter';
+import type { FormatAdapter, ObservedAnswer } from '../formats/format-adapter';
+import { responsesAdapter } from '../formats/responses.adapter';
 
 function read(adapter: FormatAdapter, contentType: string, chunks: string[]): ObservedAnswer {
   const into: ObservedAnswer = { toolNames: [] };

@@ -1,6 +1,6 @@
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 
-import type { FormatAdapter, ObservedAnswer } from './formats/format-adapter';
+import type { FormatAdapter, ObservedAnswer } from '../formats/format-adapter';
 
 /** JSON answers larger than this are not read for usage (they still stream through untouched). */
 const MAX_OBSERVED_JSON = 4 * 1024 * 1024;

@@ -22,13 +22,14 @@ export class CaptureService implements OnModuleDestroy {
     private readonly obs: Observability,
   ) {
     this.journal =
-      config.env.GUARDIAN_CAPTURE === 'journal'
-        ? new CaptureJournal({ archive, maxSessions: config.env.GUARDIAN_MAX_SESSIONS })
+      config.archive.capture === 'journal'
+        ? new CaptureJournal({ archive, maxSessions: config.compaction.maxSessions })
         : undefined;
   }
 
   record(input: {
     sessionHash: string;
+    ownerHash?: string;
     route: 'chat' | 'messages' | 'responses';
     messages: unknown[];
   }): void {
@@ -37,7 +38,12 @@ export class CaptureService implements OnModuleDestroy {
     const previous = this.queues.get(input.sessionHash) ?? Promise.resolve();
     const next = previous
       .then(() =>
-        journal.record({ sessionHash: input.sessionHash, messages: input.messages, at: new Date() }),
+        journal.record({
+          sessionHash: input.sessionHash,
+          ownerHash: input.ownerHash,
+          messages: input.messages,
+          at: new Date(),
+        }),
       )
       .then(
         () => undefined,

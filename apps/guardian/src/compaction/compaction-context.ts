@@ -3,9 +3,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { BudgetInfo } from '@guardian/compaction';
 import type { HeaderMap } from '@guardian/upstream';
 
-import type { OwnedRoute } from '../http/api-style';
+import type { OwnedRoute } from '../formats/owned-route';
 import type { WindowInfo } from '../state/guardian-state';
-import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
+import type { FormatAdapter, ParsedConversation } from '../formats/format-adapter';
 import type { RequestCount } from './request-counter';
 import type { ResolvedSession, SessionHeader } from './session';
 
@@ -18,6 +18,8 @@ export interface PrepareInput {
   body: Buffer;
   /** X-Guardian-Session as read once at the edge (it also decides a GUARDIAN_SESSION_HEADER_REQUIRED refusal). */
   sessionHeader: SessionHeader;
+  /** Team mode: the owner X-Guardian-Token named (apps/guardian/src/access). */
+  owner?: { owner?: string; ownerHash?: string };
   signal: AbortSignal;
   reqId: string;
 }

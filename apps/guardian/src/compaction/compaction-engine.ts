@@ -21,10 +21,10 @@ import { StretchArchiver } from './stretch-archiver';
 import { StretchService, type StretchResult } from './stretch-service';
 
 /**
- * One over-budget request, top to bottom (CONTRACTS §3): plan the cut (libs/compaction), get its summary (reused
- * from the memo, or written once by the summariser and archived), plan the rebuild (libs/compaction: pins, spills,
- * shedding), then archive the spilled messages and let the format adapter write the request. The policy lives in
- * the pure library; this class does only the I/O around it. Throws only for the caller to fail open.
+ * One over-budget request, top to bottom (ARCHITECTURE.md#compaction): plan the cut (libs/compaction), get its
+ * summary (reused from the memo, or written once by the summariser and archived), plan the rebuild (libs/compaction:
+ * pins, spills, shedding), then archive the spilled messages and let the format adapter write the request. The policy
+ * lives in the pure library; this class does only the I/O around it. Throws only for the caller to fail open.
  */
 @Injectable()
 export class CompactionEngine {
@@ -47,7 +47,7 @@ export class CompactionEngine {
     if (count.tokens <= budget.budget) return unchanged;
 
     const hashes = conversationPrefixHashes(conv);
-    const planned = requestPlanInput(ctx, this.config.env, await this.stretches.lookup(ctx, hashes));
+    const planned = requestPlanInput(ctx, this.config.compaction, await this.stretches.lookup(ctx, hashes));
     const { block, memo } = planned;
     const plan = planCompaction(planned.input);
     if (plan.action === 'fits') return unchanged;

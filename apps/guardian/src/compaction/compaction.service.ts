@@ -6,15 +6,15 @@ import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
 import { factsOf } from './answer-bookkeeping';
 import { CompactionEngine } from './compaction-engine';
-import { codeOf, stageOf } from './compaction-errors';
+import { failOpenOf } from './compaction-errors';
 import { ConversationReader } from './conversation-reader';
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
 import { ExchangeFactory, type Exchange } from './exchange';
 import { FastPath } from './fast-path';
-import { anthropicAdapter } from './formats/anthropic.adapter';
-import { chatAdapter } from './formats/chat.adapter';
-import type { FormatAdapter } from './formats/format-adapter';
-import { responsesAdapter } from './formats/responses.adapter';
+import { anthropicAdapter } from '../formats/anthropic.adapter';
+import { chatAdapter } from '../formats/chat.adapter';
+import type { FormatAdapter } from '../formats/format-adapter';
+import { responsesAdapter } from '../formats/responses.adapter';
 import { RequestMeasure } from './request-measure';
 import { genAiSystem } from './summariser';
 import { sessionOfConversation } from './session';
@@ -29,7 +29,8 @@ const ADAPTERS: Record<string, FormatAdapter> = {
 /**
  * The compaction path of one owned request, from raw bytes to what is forwarded: parse (format adapter), resolve the
  * session, measure (window, budget, count), decide (CompactionEngine). It never throws: every failure inside forwards
- * the client's original bytes and is counted (CONTRACTS §2 rule 1). The returned Exchange then follows the answer.
+ * the client's original bytes and is counted (ARCHITECTURE.md#fail-open rule 1). The returned Exchange then follows
+ * the answer.
  */
 @Injectable()
 export class CompactionService {
@@ -48,7 +49,8 @@ export class CompactionService {
     try {
       return await this.prepareOrThrow(input);
     } catch (err) {
-      // Whatever a strange body makes the parsing or planning do, the client's bytes still go upstream (CONTRACTS §2.1).
+      // Whatever a strange body makes the parsing or planning do, the client's bytes still go upstream
+      // (ARCHITECTURE.md#fail-open rule 1).
       this.obs.failOpen('internal', 'prepare_exception', { route: input.route, reqId: input.reqId, err });
       return this.exchange({ input, adapter: ADAPTERS[input.route] ?? chatAdapter });
     }
@@ -91,25 +93,23 @@ export class CompactionService {
     if (!adapter) return passthrough();
 
     const read = this.reader.read(adapter, input.body, {
-      countTools: this.config.env.GUARDIAN_COUNT_TOOLS,
-      sessionKey: input.sessionHeader.kind === 'value' ? input.sessionHeader.value : '',
+      countTools: this.config.compaction.countTools,
+      sessionKey: `${input.owner?.owner ?? ''}\n${input.sessionHeader.kind === 'value' ? input.sessionHeader.value : ''}`,
     });
     if (read.kind === 'not-json') {
       // Malformed JSON is the client's to hear about from the upstream: forwarded byte for byte, never a guardian error.
-      this.obs.state.passthroughUnparsed += 1;
       return passthrough();
     }
     if (read.kind === 'not-understood') {
       // A shape the engine does not understand (a stateful Responses call, an unknown item): forwarded unchanged.
-      this.obs.state.passthroughStateful += 1;
       return passthrough();
     }
     const conv = read.conv;
 
-    const session = sessionOfConversation(input.sessionHeader, conv);
+    const session = sessionOfConversation(input.sessionHeader, conv, input.owner);
     if (session.ignored) this.obs.metrics.sessionHeaderIgnored.inc({ reason: session.ignored.reason });
     const dryHeader = input.headers['x-guardian-dry-run'];
-    const dryRun = this.config.env.GUARDIAN_DRY_RUN || dryHeader === '1' || dryHeader === 'true';
+    const dryRun = this.config.compaction.dryRun || dryHeader === '1' || dryHeader === 'true';
     const auth = pickAuth(input.upstreamHeaders);
 
     let ctx: RequestContext;
@@ -142,13 +142,9 @@ export class CompactionService {
           return d;
         },
       );
-    } catch (err) {
-      this.obs.failOpen(stageOf(err), codeOf(err), {
-        route: input.route,
-        model: conv.model,
-        reqId: input.reqId,
-        err,
-      });
+    } catch (thrown) {
+      const { stage, reason, err } = failOpenOf(thrown);
+      this.obs.failOpen(stage, reason, { route: input.route, model: conv.model, reqId: input.reqId, err });
       decision = {
         outcome: 'fail_open',
         tokensBefore: ctx.count.tokens,

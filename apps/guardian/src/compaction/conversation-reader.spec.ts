@@ -3,10 +3,10 @@ import fc from 'fast-check';
 import { canonicalDigest, prefixHashes } from '@guardian/compaction';
 
 import { ConversationReader, conversationPrefixHashes, requestBytes } from './conversation-reader';
-import { anthropicAdapter } from './formats/anthropic.adapter';
-import { chatAdapter } from './formats/chat.adapter';
-import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
-import { responsesAdapter } from './formats/responses.adapter';
+import { anthropicAdapter } from '../formats/anthropic.adapter';
+import { chatAdapter } from '../formats/chat.adapter';
+import type { FormatAdapter, ParsedConversation } from '../formats/format-adapter';
+import { responsesAdapter } from '../formats/responses.adapter';
 
 const opts = { countTools: true, sessionKey: '' };
 

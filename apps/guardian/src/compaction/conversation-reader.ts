@@ -7,8 +7,8 @@ import {
   type FormatAdapter,
   type Json,
   type ParsedConversation,
-} from './formats/format-adapter';
-import { outlineOnce, stringField, type Range } from './formats/json-outline';
+} from '../formats/format-adapter';
+import { outlineOnce, stringField, type Range } from '../formats/json-outline';
 
 export type ReadResult =
   { kind: 'conversation'; conv: ParsedConversation } | { kind: 'not-json' } | { kind: 'not-understood' };

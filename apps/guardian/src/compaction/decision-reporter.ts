@@ -14,7 +14,10 @@ export interface DecisionFacts {
   spilled: number;
 }
 
-/** Reports a decision: /guardian/stats counters, Prometheus metrics, events, and the compaction log line (CONTRACTS §4-§5). */
+/**
+ * Reports a decision: /guardian/stats counters, Prometheus metrics, events, and the compaction log line
+ * (ARCHITECTURE.md#files, ARCHITECTURE.md#http-surface).
+ */
 @Injectable()
 export class DecisionReporter {
   constructor(
@@ -29,7 +32,6 @@ export class DecisionReporter {
     const stretch = f.stretch;
     state.tokensKeptOut += Math.max(0, d.tokensBefore - d.tokensAfter);
     if (f.spilled > 0) {
-      state.oversizedSpills += 1;
       metrics.oversizedSpills.inc({ route });
       if (!stretch)
         state.emit({
@@ -37,26 +39,23 @@ export class DecisionReporter {
           route,
           model: ctx.conv.model,
           session: ctx.session.hash.slice(0, 8),
+          owner_hash: ctx.session.ownerHash ?? null,
           tokens_before: d.tokensBefore,
           tokens_after: d.tokensAfter,
         });
     }
     if (stretch) {
-      state.compactionsPerformed += 1;
       metrics.compactions.inc({ route, reason: ctx.reason ?? 'budget' });
       metrics.tokensBefore.observe({ route }, d.tokensBefore);
       metrics.tokensAfter.observe({ route }, d.tokensAfter);
-      state.lastPinsCarried = f.pins;
       metrics.pinsCarried.set(f.pins);
-      if (f.pins > 0) {
-        state.compactionsWithPins += 1;
-        metrics.compactionsWithPins.inc();
-      }
+      if (f.pins > 0) metrics.compactionsWithPins.inc();
       state.emit({
         kind: 'compaction',
         route,
         model: ctx.conv.model,
         session: ctx.session.hash.slice(0, 8),
+        owner_hash: ctx.session.ownerHash ?? null,
         tokens_before: d.tokensBefore,
         tokens_after: d.tokensAfter,
         summary_reused: stretch.calls === 0,
@@ -77,7 +76,7 @@ export class DecisionReporter {
     this.obs.state.summaryWaitSeconds += seconds;
   }
 
-  /** A dry run: decided and logged, forwarded unchanged, nothing written (CONTRACTS §3). */
+  /** A dry run: decided and logged, forwarded unchanged, nothing written (ARCHITECTURE.md#compaction). */
   dryRun(ctx: RequestContext, d: Decision, evictedCut: number, reused: boolean): void {
     const stretch = evictedCut > 0 ? { cut: evictedCut, reused } : undefined;
     this.log(ctx, d, { pins: 0, spilled: 0 }, true, stretch);
@@ -98,7 +97,7 @@ export class DecisionReporter {
         run: s?.run ?? null,
         span: s?.span ?? null,
         session_hash: ctx.session.hash,
-        owner_hash: null,
+        owner_hash: ctx.session.ownerHash ?? null,
         route: ctx.conv.route,
         model: ctx.conv.model,
         window: ctx.window.window,

@@ -1,5 +1,5 @@
-import { str, type FormatAdapter, type Json } from './formats/format-adapter';
-import { parseField, parseRange, rangeHas, type Outline, type Range } from './formats/json-outline';
+import { str, type FormatAdapter, type Json } from '../formats/format-adapter';
+import { parseField, parseRange, rangeHas, type Outline, type Range } from '../formats/json-outline';
 import {
   sessionOfConversation,
   topLevelSystemText,
@@ -21,7 +21,21 @@ interface Known {
   items: number;
   key: string;
   hash: string;
+  ownerHash: string | undefined;
 }
+
+/** A request's bytes as the fast path has them: the body, its outline, its items and model, its route's adapter. */
+export interface RequestBytes {
+  body: Buffer;
+  o: Outline;
+  itemsKey: string;
+  items: readonly Range[];
+  model: string;
+  adapter: FormatAdapter;
+}
+
+/** Team mode: the owner a token named (ARCHITECTURE.md#sessions). */
+type RequestOwner = { owner?: string; ownerHash?: string };
 
 /**
  * The seed's session key (model, first system text, first user text) of a request the fast path does not parse
@@ -33,19 +47,17 @@ interface Known {
 export class DerivedSessions {
   private readonly known = new Map<string, Known[]>();
 
-  of(
-    body: Buffer,
-    o: Outline,
-    itemsKey: string,
-    items: readonly Range[],
-    model: string,
-    adapter: FormatAdapter,
-    header: SessionHeader,
-  ): ResolvedSession | undefined {
-    const slot = `${adapter.route}\n${model}`;
+  of(req: RequestBytes, header: SessionHeader, owner?: RequestOwner): ResolvedSession | undefined {
+    const { body, o, items, model, adapter } = req;
+    // An owner name holds no line break (OWNER_PATTERN): the slot's parts read one way only.
+    const slot = `${adapter.route}\n${owner?.owner ?? ''}\n${model}`;
     const hit = this.known.get(slot)?.find((k) => sameBytes(body, o, items, k));
-    if (hit) return withHeader({ key: hit.key, hash: hit.hash, fromHeader: false }, header);
-    const derived = derive(body, o, itemsKey, items, model, adapter, header);
+    if (hit) {
+      const session: ResolvedSession = { key: hit.key, hash: hit.hash, fromHeader: false };
+      if (hit.ownerHash !== undefined) session.ownerHash = hit.ownerHash;
+      return withHeader(session, header);
+    }
+    const derived = derive(req, header, owner);
     if (derived?.remember) this.remember(slot, body, o, items, derived.items, derived.session);
     return derived?.session;
   }
@@ -69,7 +81,14 @@ export class DerivedSessions {
       return r ? Buffer.from(body.subarray(r.start, r.end)) : null;
     });
     const lead = Buffer.from(body.subarray(items[0]!.start, items[count - 1]!.end));
-    list.unshift({ top, lead, items: count, key: session.key, hash: session.hash });
+    list.unshift({
+      top,
+      lead,
+      items: count,
+      key: session.key,
+      hash: session.hash,
+      ownerHash: session.ownerHash,
+    });
     if (list.length > PER_MODEL) list.pop();
   }
 }
@@ -93,14 +112,11 @@ function withHeader(session: ResolvedSession, header: SessionHeader): ResolvedSe
 }
 
 function derive(
-  body: Buffer,
-  o: Outline,
-  itemsKey: string,
-  items: readonly Range[],
-  model: string,
-  adapter: FormatAdapter,
+  req: RequestBytes,
   header: SessionHeader,
+  owner: RequestOwner | undefined,
 ): { session: ResolvedSession; items: number; remember: boolean } | undefined {
+  const { body, o, itemsKey, items, model, adapter } = req;
   const top: Json = { model };
   for (const key of TOP_FIELDS) {
     if (!o.fields.has(key)) continue;
@@ -125,7 +141,7 @@ function derive(
       const rest = { start: items[k + 1]!.start, end: items[items.length - 1]!.end };
       if (rangeHas(body, rest, '"system"') || rangeHas(body, rest, '"developer"')) return undefined;
     }
-    return { session: sessionOfConversation(header, conv), items: k + 1, remember: hasSystem };
+    return { session: sessionOfConversation(header, conv, owner), items: k + 1, remember: hasSystem };
   }
   return undefined;
 }

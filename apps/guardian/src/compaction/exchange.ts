@@ -6,7 +6,7 @@ import { Observability } from '../observability/observability';
 import { AnswerBookkeeping, type AnswerFacts } from './answer-bookkeeping';
 import { AnswerReader } from './answer-reader';
 import type { Decision, PrepareInput, RequestContext } from './compaction-context';
-import type { FormatAdapter, ObservedAnswer } from './formats/format-adapter';
+import type { FormatAdapter, ObservedAnswer } from '../formats/format-adapter';
 import { Precompactor } from './precompactor';
 
 export interface ExchangeDeps {

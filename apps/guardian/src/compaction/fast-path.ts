@@ -6,8 +6,8 @@ import { GuardianConfig } from '../config/guardian-config';
 import type { AnswerFacts } from './answer-bookkeeping';
 import type { Decision, PrepareInput } from './compaction-context';
 import { DerivedSessions } from './derived-session';
-import type { FormatAdapter } from './formats/format-adapter';
-import { outlineOnce, parseRange, stringField, type Outline } from './formats/json-outline';
+import type { FormatAdapter } from '../formats/format-adapter';
+import { outlineOnce, parseRange, stringField, type Outline } from '../formats/json-outline';
 import { NEAR_BUDGET, RequestCounter } from './request-counter';
 import { resolveSession, type ResolvedSession } from './session';
 import { WindowService } from './window.service';
@@ -53,9 +53,9 @@ export class FastPath {
   ) {}
 
   decide(input: PrepareInput, adapter: FormatAdapter): FastDecision | undefined {
-    const env = this.config.env;
+    const { compaction, summariser, archive } = this.config;
     // The capture journal records every message: only the full path has them.
-    if (env.GUARDIAN_CAPTURE !== 'off') return undefined;
+    if (archive.capture !== 'off') return undefined;
     const body = input.body;
     const markers = FIXED_SIZE_MARKERS[input.route] ?? [];
     for (const m of markers) if (body.indexOf(m) !== -1) return undefined;
@@ -68,22 +68,22 @@ export class FastPath {
     const model = stringField(body, o, 'model');
     if (model === undefined) return undefined;
     // Calibration learns from the full path's estimates; until a model has its samples, its requests feed it.
-    if (env.GUARDIAN_CALIBRATE && !this.counter.isCalibrated(model)) return undefined;
+    if (compaction.calibrate && !this.counter.isCalibrated(model)) return undefined;
     const window = this.windows.known(model);
     if (!window) return undefined;
     const fits = sizeProvesFit({
       bytes: body.length,
-      charsPerToken: env.GUARDIAN_CHARS_PER_TOKEN,
-      budget: computeBudget(window.window, env.GUARDIAN_COMPACT_THRESHOLD, env.GUARDIAN_RESERVE_OUTPUT),
+      charsPerToken: compaction.charsPerToken,
+      budget: computeBudget(window.window, compaction.threshold, compaction.reserveOutput),
       nearBudget: NEAR_BUDGET,
-      precompactThreshold: env.GUARDIAN_SUMMARY_MEMO ? env.GUARDIAN_PRECOMPACT_THRESHOLD : 0,
+      precompactThreshold: summariser.memo ? summariser.precompact.threshold : 0,
       maxFactor: Calibration.MAX_FACTOR,
     });
     if (!fits) return undefined;
     const session =
       input.sessionHeader.kind === 'value'
-        ? resolveSession(input.sessionHeader, model, [], '')
-        : this.derived.of(body, o, itemsKey, items, model, adapter, input.sessionHeader);
+        ? resolveSession(input.sessionHeader, model, [], '', input.owner)
+        : this.derived.of({ body, o, itemsKey, items, model, adapter }, input.sessionHeader, input.owner);
     if (!session) return undefined;
     // What the usage record shows when the upstream reports no usage: the byte count at today's factor, an
     // overestimate by the JSON punctuation.
@@ -94,6 +94,7 @@ export class FastPath {
       decision: { outcome: 'passthrough', tokensBefore: tokens, tokensAfter: tokens, rawForwarded: 0 },
       facts: {
         sessionHash: session.hash,
+        ...(session.ownerHash === undefined ? {} : { ownerHash: session.ownerHash }),
         model,
         route: input.route,
         window: window.window,

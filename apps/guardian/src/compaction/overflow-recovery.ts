@@ -5,7 +5,7 @@ import { parseOverflow, peekBody, type UpstreamResponse } from '@guardian/upstre
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
-import { codeOf } from './compaction-errors';
+import { reasonOf } from './compaction-errors';
 import type { Decision, RequestContext } from './compaction-context';
 import { CompactionEngine } from './compaction-engine';
 import type { Exchange } from './exchange';
@@ -16,9 +16,9 @@ import { WindowService } from './window.service';
 const MAX_ERROR_BODY = 1024 * 1024;
 
 /**
- * One retry when the upstream refuses a request as too long (CONTRACTS §2.5): the same request decided again against
- * the window and count the refusal taught (libs/compaction overflowRetryBudget). Any other error answer, and a
- * refused retry, reaches the client as the upstream sent it.
+ * One retry when the upstream refuses a request as too long (ARCHITECTURE.md#fail-open rule 5): the same request
+ * decided again against the window and count the refusal taught (libs/compaction overflowRetryBudget). Any other
+ * error answer, and a refused retry, reaches the client as the upstream sent it.
  */
 @Injectable()
 export class OverflowRecovery {
@@ -56,18 +56,19 @@ export class OverflowRecovery {
     this.obs.metrics.overflowRecoveries.inc({ route, outcome: ok ? 'ok' : 'failed' });
     if (ok) {
       // The retry's compaction was counted by the engine, with reason "overflow".
-      this.obs.state.overflowRecovered += 1;
       this.obs.state.emit({
         kind: 'overflow_recovered',
         route,
         model: ctx.conv.model,
+        session: ctx.session.hash.slice(0, 8),
+        owner_hash: ctx.session.ownerHash ?? null,
         shape: overflow.shape,
         tokens_before: retry.tokensBefore,
         tokens_after: retry.tokensAfter,
       });
       exchange.adopt(retry);
     }
-    // A rejected retry: the client hears the upstream's own answer to it (CONTRACTS §2.5).
+    // A rejected retry: the client hears the upstream's own answer to it (ARCHITECTURE.md#fail-open rule 5).
     return second;
   }
 
@@ -90,13 +91,13 @@ export class OverflowRecovery {
     if (learnedWindow) this.windows.learn(ctx.conv.model, learnedWindow);
     if (learned.promptTokens && sent.raw > 0)
       this.counter.observe(ctx.conv.model, learned.promptTokens, sent.raw);
-    const env = this.config.env;
+    const { compaction } = this.config;
     const est = this.counter.estimate(ctx.conv);
     const aim = overflowRetryBudget({
       learned: { window: learnedWindow, promptTokens: learned.promptTokens },
       window: learnedWindow ?? ctx.window.window,
-      threshold: env.GUARDIAN_COMPACT_THRESHOLD,
-      reserveOutput: env.GUARDIAN_RESERVE_OUTPUT,
+      threshold: compaction.threshold,
+      reserveOutput: compaction.reserveOutput,
       sent,
       factor: est.counter.factor,
       rawEstimate: est.rawEstimate,
@@ -112,7 +113,7 @@ export class OverflowRecovery {
       const d = await this.engine.decide(retryCtx);
       return d.body ? d : undefined;
     } catch (err) {
-      this.obs.failOpen('recovery', codeOf(err), {
+      this.obs.failOpen('recovery', reasonOf(err), {
         route: ctx.conv.route,
         model: ctx.conv.model,
         reqId: ctx.input.reqId,

@@ -5,7 +5,7 @@ import { logOnce, type PrecompactOutcome } from '@guardian/telemetry';
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
-import { codeOf } from './compaction-errors';
+import { reasonOf } from './compaction-errors';
 import type { Decision, RequestContext } from './compaction-context';
 import { conversationPrefixHashes } from './conversation-reader';
 import { requestPlanInput } from './request-plan';
@@ -39,34 +39,33 @@ export class Precompactor implements OnModuleDestroy {
 
   /** Called once a client's answer has ended well: starts a background summary when the request was big enough. */
   consider(ctx: RequestContext, d: Decision): void {
-    const env = this.config.env;
-    const threshold = env.GUARDIAN_PRECOMPACT_THRESHOLD;
-    if (threshold <= 0 || !env.GUARDIAN_SUMMARY_MEMO || this.closing) return;
+    const { summariser } = this.config;
+    const threshold = summariser.precompact.threshold;
+    if (threshold <= 0 || !summariser.memo || this.closing) return;
     if (ctx.dryRun || ctx.reason === 'overflow' || d.outcome === 'fail_open') return;
     if (d.tokensAfter < threshold * ctx.budget.budget) return;
-    if (this.jobs.has(ctx.session.hash) || this.jobs.size >= env.GUARDIAN_PRECOMPACT_CONCURRENCY) {
+    if (this.jobs.has(ctx.session.hash) || this.jobs.size >= summariser.precompact.concurrency) {
       this.count('busy');
       return;
     }
     const job: Job = { cut: 0, abort: new AbortController(), done: Promise.resolve() };
     this.jobs.set(ctx.session.hash, job);
-    this.obs.state.precompact.running = this.jobs.size;
+    this.obs.state.precompactRunning = this.jobs.size;
     job.done = this.run(ctx, job, d.tokensAfter)
       .then((outcome) => this.count(outcome))
       .catch((err: unknown) => {
         if (job.abort.signal.aborted) return this.count('abandoned');
         this.count('failed');
-        this.obs.state.precompact.failed += 1;
         logOnce(
           this.obs.logger,
-          `precompact_failed:${codeOf(err)}`,
-          { code: codeOf(err), route: ctx.conv.route, err },
+          `precompact_failed:${reasonOf(err)}`,
+          { code: reasonOf(err), route: ctx.conv.route, err },
           'background pre-compaction failed; the next compacting turn summarises in the foreground (logged once per reason)',
         );
       })
       .finally(() => {
         this.jobs.delete(ctx.session.hash);
-        this.obs.state.precompact.running = this.jobs.size;
+        this.obs.state.precompactRunning = this.jobs.size;
       });
   }
 
@@ -94,7 +93,7 @@ export class Precompactor implements OnModuleDestroy {
     const latest = entries.at(-1);
     // One stretch ahead at most: a summary made ahead of need and not used yet is enough.
     if (latest?.precomputed) return 'not_needed';
-    const planned = requestPlanInput(bg, this.config.env, latest ? [latest] : []);
+    const planned = requestPlanInput(bg, this.config.compaction, latest ? [latest] : []);
     const from = planned.memo?.cut ?? 0;
     // The cut the planner will take when the request crosses its budget, a few turns from now: the keep-recent cut
     // of that request, whose kept part will hold the turns still to come. So, from the end of this request, keep
@@ -106,13 +105,9 @@ export class Precompactor implements OnModuleDestroy {
     const made = await this.stretches.summarise(bg, hashes, planned.memo, from, cut, { precomputed: true });
     if (job.abort.signal.aborted) return 'abandoned';
     // The model could not summarise it (or its breaker is open): a checkpoint stands in, memoized like a summary.
-    if (made.entry.checkpoint) {
-      this.obs.state.precompact.failed += 1;
-      return 'failed';
-    }
+    if (made.entry.checkpoint) return 'failed';
     // Another request or replica summarised this stretch meanwhile: nothing was made here.
     if (made.calls === 0) return 'not_needed';
-    this.obs.state.precompact.done += 1;
     return 'done';
   }
 

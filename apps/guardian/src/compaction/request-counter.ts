@@ -4,8 +4,8 @@ import { Calibration, requestChars, tokensForChars, type Counter } from '@guardi
 import { tokenizeCount, UpstreamClient, type HeaderMap } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
-import { countExactly } from './formats/exact-count';
-import { jsonChars, type FormatAdapter, type ParsedConversation } from './formats/format-adapter';
+import { countExactly } from '../formats/exact-count';
+import { jsonChars, type FormatAdapter, type ParsedConversation } from '../formats/format-adapter';
 import { trackableModel } from './window.service';
 
 /** How a count was had: `tokenize+estimate` is the upstream's exact count of the messages plus the estimated tools. */
@@ -43,17 +43,17 @@ export class RequestCounter {
 
   counterFor(model: string): Counter {
     const cal = this.calibrations.get(model);
-    const factor = this.config.env.GUARDIAN_CALIBRATE && cal ? cal.factor : 1;
-    return { charsPerToken: this.config.env.GUARDIAN_CHARS_PER_TOKEN, factor };
+    const factor = this.config.compaction.calibrate && cal ? cal.factor : 1;
+    return { charsPerToken: this.config.compaction.charsPerToken, factor };
   }
 
   /** No usage sample yet for this model: the estimate is unproven (the budget keeps a margin: RequestMeasure). */
   unproven(model: string): boolean {
-    return this.config.env.GUARDIAN_CALIBRATE && (this.calibrations.get(model)?.samples ?? 0) === 0;
+    return this.config.compaction.calibrate && (this.calibrations.get(model)?.samples ?? 0) === 0;
   }
 
   isCalibrated(model: string): boolean {
-    return this.config.env.GUARDIAN_CALIBRATE && (this.calibrations.get(model)?.calibrated ?? false);
+    return this.config.compaction.calibrate && (this.calibrations.get(model)?.calibrated ?? false);
   }
 
   estimate(conv: ParsedConversation): RequestCount {
@@ -83,8 +83,8 @@ export class RequestCounter {
     if (conv.route !== 'chat' && !viaAdapter) return est;
     if ((this.exactFailures.get(conv.route) ?? 0) >= 3) return est;
     if (Math.abs(est.tokens - budget) > budget * NEAR_BUDGET) return est;
-    const timeoutMs = this.config.env.GUARDIAN_TOKENIZE_TIMEOUT_MS;
-    const tools = this.config.env.GUARDIAN_COUNT_TOOLS ? conv.json.tools : undefined;
+    const timeoutMs = this.config.compaction.tokenizeTimeoutMs;
+    const tools = this.config.compaction.countTools ? conv.json.tools : undefined;
     const exact = viaAdapter
       ? await countExactly(viaAdapter, conv, {
           upstream: this.upstream,

@@ -5,7 +5,7 @@ import type { HeaderMap } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
 import type { WindowInfo } from '../state/guardian-state';
-import type { FormatAdapter, ParsedConversation } from './formats/format-adapter';
+import type { FormatAdapter, ParsedConversation } from '../formats/format-adapter';
 import { RequestCounter, type RequestCount } from './request-counter';
 import { WindowService } from './window.service';
 
@@ -16,7 +16,8 @@ export interface Measured {
 }
 
 /**
- * How big a request is and how big it may be (CONTRACTS §3): the model's window, the seed's budget, and the count.
+ * How big a request is and how big it may be (ARCHITECTURE.md#compaction): the model's window, the seed's budget, and
+ * the count.
  * While the count is unproven (calibration on but no usage sample yet, and no exact count for this request), the
  * budget keeps a margin back: docs/adr/0003-counting.md, amendment.
  */
@@ -29,9 +30,9 @@ export class RequestMeasure {
   ) {}
 
   async measure(conv: ParsedConversation, adapter: FormatAdapter, auth: HeaderMap): Promise<Measured> {
-    const env = this.config.env;
+    const { compaction } = this.config;
     const window = await this.windows.windowFor(conv.model, auth);
-    const full = computeBudget(window.window, env.GUARDIAN_COMPACT_THRESHOLD, env.GUARDIAN_RESERVE_OUTPUT);
+    const full = computeBudget(window.window, compaction.threshold, compaction.reserveOutput);
     const count = await this.counter.count(conv, full.budget, auth, adapter);
     const unproven = count.source === 'estimate' && this.counter.unproven(conv.model);
     return { window, budget: marginedBudget(full, unproven), count };

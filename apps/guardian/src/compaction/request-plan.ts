@@ -9,7 +9,7 @@ import {
 } from '@guardian/compaction';
 import type { MemoEntry } from '@guardian/memo';
 
-import type { GuardianEnv } from '../config/config.schema';
+import type { CompactionSection } from '../config/config-sections';
 import type { RequestContext } from './compaction-context';
 import { pendingStart } from './stretch-service';
 
@@ -27,11 +27,11 @@ export interface RequestPlanInput {
  */
 export function requestPlanInput(
   ctx: RequestContext,
-  env: GuardianEnv,
+  compaction: CompactionSection,
   entries: readonly MemoEntry[],
 ): RequestPlanInput {
   const { conv, count, budget } = ctx;
-  const pinMaxChars = env.GUARDIAN_PIN_MAX_CHARS;
+  const pinMaxChars = compaction.pinMaxChars;
   const block: BlockContext = {
     messages: conv.messages,
     fixedChars: conv.fixedChars,
@@ -39,14 +39,14 @@ export function requestPlanInput(
     budget,
     pinMaxChars,
     pinsBy: pinMaxChars > 0 ? pinsByMessage(conv.messages) : [],
-    ledgerMaxChars: env.GUARDIAN_LEDGER_MAX_CHARS,
+    ledgerMaxChars: compaction.ledgerMaxChars,
   };
   const base: Omit<PlanInput, 'memo'> = {
     messages: conv.messages,
     fixedChars: conv.fixedChars,
     counter: count.counter,
     budget,
-    keep: { fraction: env.GUARDIAN_KEEP_RECENT_FRACTION, messages: env.GUARDIAN_KEEP_RECENT_MESSAGES },
+    keep: compaction.keepRecent,
     requestTokens: count.tokens,
   };
   const chosen = chooseMemo(

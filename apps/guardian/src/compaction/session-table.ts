@@ -32,7 +32,7 @@ export class SessionTable {
       s = { spills: new Map(), lastCompactionAt: null };
     }
     this.slots.set(session, s);
-    while (this.slots.size > this.config.env.GUARDIAN_MAX_SESSIONS) {
+    while (this.slots.size > this.config.compaction.maxSessions) {
       const oldest = this.slots.keys().next().value;
       if (oldest === undefined) break;
       this.slots.delete(oldest);

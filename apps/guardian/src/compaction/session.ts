@@ -1,8 +1,11 @@
-import { sha256Hex, type NeutralMessage } from '@guardian/compaction';
+import { sessionHash as storedSessionHash } from '@guardian/archive';
+import { hashText, type NeutralMessage } from '@guardian/compaction';
 
-import { isObject, str, type ParsedConversation } from './formats/format-adapter';
+import { isObject, str, type ParsedConversation } from '../formats/format-adapter';
 
-/** Header values longer than this (in bytes sent) are ignored and the derived key is used (CONTRACTS §1). */
+/**
+ * Header values longer than this (in bytes sent) are ignored and the derived key is used (ARCHITECTURE.md#sessions).
+ */
 export const MAX_SESSION_HEADER_BYTES = 256;
 
 /** Why a sent header was not used; also the `reason` label of `guardian_session_header_ignored_total`. */
@@ -15,10 +18,15 @@ export type SessionHeader =
   | { kind: 'ignored'; reason: IgnoredReason; detail: string; warning: string };
 
 export interface ResolvedSession {
-  /** The raw key: the header value, or `derived:<hash>`. Never shown: `/guardian/usage?session=` looks it up. */
+  /**
+   * The raw key: the header value, or `derived:<hash>`; in team mode `<owner>/<that>`. Never shown:
+   * `/guardian/usage?session=` looks it up.
+   */
   key: string;
-  /** sha256 hex of the key: used in paths, memo keys and logs. */
+  /** sha256 hex of the key (and owner): used in paths, memo keys and logs. */
   hash: string;
+  /** Team mode: the owner hash of the token that sent the request (run.json, spans, log lines, usage). */
+  ownerHash?: string;
   fromHeader: boolean;
   /** Set when a header was sent but ignored; answered as an X-Guardian-Warning. */
   ignored?: { reason: IgnoredReason; warning: string };
@@ -76,32 +84,42 @@ function decodeUtf8(bytes: Buffer): string | undefined {
 }
 
 /**
- * The session (CONTRACTS §1): the `X-Guardian-Session` value when one was sent and used, else a hash of model + first
- * system message + first user message (the seed's rule). Raw values never reach a path or a label.
+ * The session (ARCHITECTURE.md#sessions): the `X-Guardian-Session` value when one was sent and used, else a hash of
+ * model + first system message + first user message (the seed's rule). Raw values never reach a path or a label.
  */
 export function resolveSession(
   header: SessionHeader,
   model: string,
   messages: readonly Pick<NeutralMessage, 'role' | 'text'>[],
   firstSystem: string,
+  owner?: { owner?: string; ownerHash?: string },
 ): ResolvedSession {
-  if (header.kind === 'value')
-    return { key: header.value, hash: sessionHash(header.value), fromHeader: true };
+  // Team mode (ARCHITECTURE.md#sessions): the owner is part of the session, the derived key's too, so two developers who paste
+  // the same first messages, or send the same header value, never share a session.
+  const scoped = (key: string): Pick<ResolvedSession, 'key' | 'hash' | 'ownerHash'> =>
+    owner?.owner === undefined
+      ? { key, hash: sessionHash(key) }
+      : { key: `${owner.owner}/${key}`, hash: sessionHash(key, owner.owner), ownerHash: owner.ownerHash };
+  if (header.kind === 'value') return { ...scoped(header.value), fromHeader: true };
   const system = firstSystem || messages.find((m) => m.role === 'system')?.text || '';
   const user = messages.find((m) => m.role === 'user')?.text ?? '';
-  const key = `derived:${sha256Hex(`${model}\n${system}\n${user}`).slice(0, 16)}`;
-  const session: ResolvedSession = { key, hash: sessionHash(key), fromHeader: false };
+  const key = `derived:${hashText(`${model}\n${system}\n${user}`).slice(0, 16)}`;
+  const session: ResolvedSession = { ...scoped(key), fromHeader: false };
   if (header.kind === 'ignored') session.ignored = { reason: header.reason, warning: header.warning };
   return session;
 }
 
-/** The session of a parsed request: the header, else the seed's key from its model, first system and first user text. */
+/**
+ * The session of a parsed request: the header, else the seed's key from its model, first system and first user text;
+ * in team mode scoped to the owner.
+ */
 export function sessionOfConversation(
   header: SessionHeader,
   conv: Pick<ParsedConversation, 'model' | 'messages' | 'json'>,
+  owner?: { owner?: string; ownerHash?: string },
 ): ResolvedSession {
   const firstSystem = topLevelSystemText(conv.json.system) || str(conv.json.instructions);
-  return resolveSession(header, conv.model, conv.messages, firstSystem);
+  return resolveSession(header, conv.model, conv.messages, firstSystem, owner);
 }
 
 /** Anthropic's top-level `system` as text, whether a string or text blocks (Claude Code sends blocks). */
@@ -114,17 +132,22 @@ export function topLevelSystemText(system: unknown): string {
     .join('\n');
 }
 
-/** Header values hashed lately: a client sends the same one on every request, and sha256 is the costly part. */
+/** Keys hashed lately: a client sends the same header on every request, and sha256 is the costly part (ADR 0013). */
 const HASHED = new Map<string, string>();
 const MAX_HASHED = 4096;
 
-/** The stored form of a session key; `/guardian/usage?session=<key>` looks a session up by it. */
-export function sessionHash(key: string): string {
-  const known = HASHED.get(key);
+/**
+ * The stored form of a session key (libs/archive owns the rule, so the recall tools hash a raw value the same way);
+ * `/guardian/usage?session=<key>` looks a session up by it.
+ */
+export function sessionHash(key: string, owner?: string): string {
+  // An owner name holds no line break (OWNER_PATTERN), so the two parts of the memo key read one way only.
+  const memo = `${owner ?? ''}\n${key}`;
+  const known = HASHED.get(memo);
   if (known !== undefined) return known;
-  const hash = sha256Hex(`context-guardian/session\n${key}`);
+  const hash = storedSessionHash(key, owner);
   // Keys are the clients' to choose: the memory is bounded by starting over (a miss only costs a hash).
   if (HASHED.size >= MAX_HASHED) HASHED.clear();
-  HASHED.set(key, hash);
+  HASHED.set(memo, hash);
   return hash;
 }

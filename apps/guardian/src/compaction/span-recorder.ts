@@ -9,13 +9,14 @@ import {
   type SpanRef,
 } from '@guardian/archive';
 import { genAiAttributes, withSpan } from '@guardian/telemetry';
+import { codeOf } from '@guardian/errors';
 
 import { Observability } from '../observability/observability';
 
 /**
  * Writes what compaction evicts and the log lines `--savings` reads. A span that cannot be written is deferred,
- * not fatal (CONTRACTS §2.3): the caller still forwards the compacted request and a later turn writes it. A log or
- * receipt line that cannot be written is a warning: the request is not affected.
+ * not fatal (ARCHITECTURE.md#fail-open rule 3): the caller still forwards the compacted request and a later turn
+ * writes it. A log or receipt line that cannot be written is a warning: the request is not affected.
  */
 @Injectable()
 export class SpanRecorder implements OnModuleDestroy {
@@ -71,8 +72,13 @@ export class SpanRecorder implements OnModuleDestroy {
               : 'other';
       this.obs.metrics.archiveWriteFailures.inc({ reason });
       this.obs.metrics.archiveDeferred.inc();
-      this.obs.state.archiveDeferred += 1;
-      this.obs.state.emit({ kind: 'archive_deferred', route: input.route, model: input.model, reason });
+      this.obs.state.emit({
+        kind: 'archive_deferred',
+        route: input.route,
+        model: input.model,
+        reason,
+        owner_hash: input.ownerHash ?? null,
+      });
       this.obs.failOpen('archive', reason, { route: routeLabel(input.route), model: input.model, err });
       return undefined;
     }
@@ -100,19 +106,18 @@ export class SpanRecorder implements OnModuleDestroy {
     try {
       await this.log.append(line);
       if (!line.dry_run)
-        await this.receipts.record({
-          kind: 'compaction',
-          tokens_before: tokensBefore,
-          tokens_after: tokensAfter,
-        });
+        await this.receipts.record(
+          { kind: 'compaction', tokens_before: tokensBefore, tokens_after: tokensAfter },
+          line.owner_hash ?? undefined,
+        );
     } catch (err) {
       this.obs.failOpen('archive', 'log_write', { route: routeLabel(line.route), model: line.model, err });
     }
   }
 
-  async recallToolCall(): Promise<void> {
+  async recallToolCall(ownerHash?: string): Promise<void> {
     try {
-      await this.receipts.record({ kind: 'recall_tool_call', chars_returned: 0 });
+      await this.receipts.record({ kind: 'recall_tool_call', chars_returned: 0 }, ownerHash);
     } catch (err) {
       this.obs.failOpen('archive', 'receipt_write', { route: 'other', err });
     }
@@ -122,10 +127,8 @@ export class SpanRecorder implements OnModuleDestroy {
 function errnoOf(err: unknown): string | undefined {
   let e: unknown = err;
   for (let depth = 0; depth < 4 && e; depth++) {
-    if (typeof e === 'object' && e !== null && 'code' in e && typeof e.code === 'string') {
-      const c = (e as { code: string }).code;
-      if (c.startsWith('E')) return c;
-    }
+    const c = codeOf(e);
+    if (c?.startsWith('E')) return c;
     e = e instanceof Error ? e.cause : undefined;
   }
   return undefined;

@@ -21,7 +21,7 @@ export class StretchArchiver {
   /**
    * Archives an evicted stretch. A paste this session already archived whole (an oversized spill) is not written a
    * second time (issue 3 §8: once per session; the bench counts duplicated archived messages): its span is named
-   * instead. `span` is undefined only when a needed write failed (deferred, CONTRACTS §2.3).
+   * instead. `span` is undefined only when a needed write failed (deferred, ARCHITECTURE.md#fail-open rule 3).
    */
   async stretch(
     ctx: RequestContext,
@@ -41,6 +41,7 @@ export class StretchArchiver {
     const written = await this.recorder.write({
       kind: o.kind,
       sessionHash: ctx.session.hash,
+      ownerHash: ctx.session.ownerHash,
       route: conv.route,
       model: conv.model,
       messages: fresh.map((i) => conv.items[i]),
@@ -63,6 +64,7 @@ export class StretchArchiver {
     const ref = await this.recorder.write({
       kind: 'oversized',
       sessionHash: ctx.session.hash,
+      ownerHash: ctx.session.ownerHash,
       route: ctx.conv.route,
       model: ctx.conv.model,
       messages: [ctx.conv.items[index]],

@@ -17,6 +17,7 @@ import { logOnce } from '@guardian/telemetry';
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
 import type { RequestContext } from './compaction-context';
+import { StageFailure } from './compaction-errors';
 import { StretchArchiver } from './stretch-archiver';
 import { SummariseError, Summariser, type SummaryResult } from './summariser';
 
@@ -30,7 +31,7 @@ export interface StretchResult {
   entry: MemoEntry;
   calls: number;
   chunked: boolean;
-  /** True while some of the entry's messages could not be archived (CONTRACTS §2.3). */
+  /** True while some of the entry's messages could not be archived (ARCHITECTURE.md#fail-open rule 3). */
   deferred: boolean;
   /** The span this request wrote, for the compaction log line. */
   run: string | null;
@@ -47,9 +48,10 @@ export function pendingStart(entry: MemoEntry | undefined): number | undefined {
 }
 
 /**
- * The memo side of compaction (CONTRACTS §1-§3): finds the conversation's sticky cut, summarises a new stretch once
- * (in this process and across replicas), archives what it evicts, and writes a stretch that an earlier turn could
- * not archive as soon as a turn resends it. Throws only for the caller to fail open.
+ * The memo side of compaction (ARCHITECTURE.md#sessions, ARCHITECTURE.md#fail-open, ARCHITECTURE.md#compaction):
+ * finds the conversation's sticky cut, summarises a new stretch once (in this process and across replicas), archives
+ * what it evicts, and writes a stretch that an earlier turn could not archive as soon as a turn resends it. Throws
+ * only for the caller to fail open.
  */
 @Injectable()
 export class StretchService {
@@ -65,10 +67,11 @@ export class StretchService {
 
   /**
    * Every memo entry of this conversation, ascending by cut: the sticky cut, and any later one summarised ahead of
-   * need (issue 14). An entry matches only when the request's prefix up to its cut hashes the same (CONTRACTS §1).
+   * need (issue 14). An entry matches only when the request's prefix up to its cut hashes the same
+   * (ARCHITECTURE.md#sessions).
    */
   async lookup(ctx: RequestContext, hashes: readonly string[]): Promise<MemoEntry[]> {
-    if (!this.config.env.GUARDIAN_SUMMARY_MEMO) return [];
+    if (!this.config.summariser.memo) return [];
     const cuts = (await this.memo.cuts(ctx.session.hash)).filter((c) => c > 0 && c < hashes.length);
     const found = await Promise.all(
       [...new Set(cuts)].map(async (cut) => {
@@ -91,19 +94,18 @@ export class StretchService {
       const m = ctx.conv.messages[i]!;
       chars += m.text.length + m.toolCalls.reduce((n, c) => n + c.args.length, 0);
     }
-    return chars >= this.config.env.GUARDIAN_MIN_TRANSCRIPT_CHARS;
+    return chars >= this.config.summariser.minTranscriptChars;
   }
 
   /**
-   * The sticky cut reused: no summariser call; a stretch still pending is archived now (CONTRACTS §2.3). The first
-   * reuse of a summary made ahead of need counts it as used (issue 14).
+   * The sticky cut reused: no summariser call; a stretch still pending is archived now (ARCHITECTURE.md#fail-open
+   * rule 3). The first reuse of a summary made ahead of need counts it as used (issue 14).
    */
   async reuse(ctx: RequestContext, given: MemoEntry): Promise<StretchResult> {
     let entry = given;
     if (entry.precomputed) {
       entry = { ...entry };
       delete entry.precomputed;
-      this.obs.state.precompact.used += 1;
       this.obs.metrics.precompact.inc({ outcome: 'used' });
       await this.memo.put(ctx.session.hash, entry);
     }
@@ -117,7 +119,6 @@ export class StretchService {
       span: null,
       waited: false,
     };
-    this.obs.state.summariesReused += 1;
     this.obs.metrics.summariesReused.inc();
     if (pending === undefined) return reused;
     const archived = await this.archiver.stretch(ctx, evictedIndexes(ctx.conv.messages, pending, entry.cut), {
@@ -167,7 +168,6 @@ export class StretchService {
     cut: number,
     precomputed: boolean,
   ): Promise<StretchResult> {
-    const env = this.config.env;
     const stored = (entry: MemoEntry, waited: boolean): StretchResult => ({
       entry,
       calls: 0,
@@ -177,11 +177,12 @@ export class StretchService {
       span: null,
       waited,
     });
-    const lock = await this.memo.lock(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS + 10_000);
+    const lock = await this.memo.lock(ctx.session.hash, prefixHash, this.config.memo.lockWaitMs + 10_000);
     try {
       if (!lock) {
-        // Another replica is summarising this stretch: wait for its summary, else do it ourselves (CONTRACTS §2.4).
-        const theirs = await this.memo.waitFor(ctx.session.hash, prefixHash, env.GUARDIAN_MEMO_LOCK_WAIT_MS);
+        // Another replica is summarising this stretch: wait for its summary, else do it ourselves
+        // (ARCHITECTURE.md#fail-open rule 4).
+        const theirs = await this.memo.waitFor(ctx.session.hash, prefixHash, this.config.memo.lockWaitMs);
         if (theirs) return stored(theirs, true);
       } else {
         // Another replica may have stored this stretch and released its lock between our lookup and our lock.
@@ -199,7 +200,8 @@ export class StretchService {
         precomputed ||
         ctx.reason === 'overflow' ||
         ctx.count.tokens > ctx.window.window;
-      // Messages an earlier turn could not archive are written with this stretch (CONTRACTS §2.3, issue 12 defect 1).
+      // Messages an earlier turn could not archive are written with this stretch (ARCHITECTURE.md#fail-open rule 3,
+      // issue 12 defect 1).
       const archiveFrom = Math.min(pendingStart(memo) ?? from, from);
       // A summary made ahead of need archives nothing yet: its messages are still in every forwarded request. The
       // first request that reuses it writes the span (reuse, like a deferred stretch), so nothing is archived twice
@@ -228,8 +230,9 @@ export class StretchService {
       if (precomputed) base.precomputed = true;
       if (failure) base.checkpoint = true;
       const entry = withSpans(base, memo, archived.refs);
-      if (env.GUARDIAN_SUMMARY_MEMO) await this.memo.put(ctx.session.hash, entry);
-      if (!forwardNow) throw failure;
+      if (this.config.summariser.memo) await this.memo.put(ctx.session.hash, entry);
+      // The summariser failed and its checkpoint may not go out now: the summarise stage fails open.
+      if (!forwardNow) throw new StageFailure('summarise', failure);
       return {
         entry,
         calls: result.calls,
@@ -255,13 +258,12 @@ export class StretchService {
     prior: string | undefined,
   ): Promise<{ result: SummaryResult; failure?: SummariseError }> {
     const { conv } = ctx;
-    const env = this.config.env;
     const maxChars = transcriptLineMaxChars({
       limitTokens: summaryPromptLimit(ctx.budget),
       summaryAllowanceTokens: maxSummaryTokens(ctx.budget),
       counter: ctx.count.counter,
     });
-    const toolArgChars = env.GUARDIAN_TOOL_ARG_CHARS;
+    const toolArgChars = this.config.summariser.toolArgChars;
     try {
       const result = await this.summariser.summarise({
         adapter: ctx.adapter,
@@ -275,20 +277,22 @@ export class StretchService {
         route: conv.route,
       });
       if (result.chunked) {
-        this.obs.state.summariesChunked += 1;
         this.obs.metrics.summariesChunked.inc();
         this.obs.state.emit({
           kind: 'summary_chunked',
           route: conv.route,
           model: conv.model,
+          session: ctx.session.hash.slice(0, 8),
+          owner_hash: ctx.session.ownerHash ?? null,
           calls: result.calls,
         });
       }
       return { result };
     } catch (err) {
       // A client that went away, or a transcript too short to be worth a summary: nothing to stand in for.
-      if (!(err instanceof SummariseError) || err.code === 'TRANSCRIPT_TOO_SHORT' || ctx.input.signal.aborted)
-        throw err;
+      if (!(err instanceof SummariseError)) throw err;
+      if (err.code === 'TRANSCRIPT_TOO_SHORT' || ctx.input.signal.aborted)
+        throw new StageFailure('summarise', err);
       this.obs.state.summaryCheckpoints += 1;
       logOnce(
         this.obs.logger,

@@ -11,29 +11,26 @@ import {
   type Counter,
   type SummaryPrompt,
 } from '@guardian/compaction';
+import { CodedError } from '@guardian/errors';
 import { genAiAttributes, withSpan } from '@guardian/telemetry';
 import { UpstreamClient, type HeaderMap } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
-import type { FormatAdapter } from './formats/format-adapter';
+import type { FormatAdapter } from '../formats/format-adapter';
 import { SummaryBreaker } from './summary-breaker';
 
 /** A summary could not be had: the compaction fails open. `code` names why. */
-export class SummariseError extends Error {
-  constructor(
-    readonly code:
-      | 'SUMMARY_HTTP_ERROR'
-      | 'SUMMARY_TIMEOUT'
-      | 'SUMMARY_CIRCUIT_OPEN'
-      | 'SUMMARY_TOO_SHORT'
-      | 'SUMMARY_EMPTY'
-      | 'TRANSCRIPT_TOO_SHORT',
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
+export type SummariseErrorCode =
+  | 'SUMMARY_HTTP_ERROR'
+  | 'SUMMARY_TIMEOUT'
+  | 'SUMMARY_CIRCUIT_OPEN'
+  | 'SUMMARY_TOO_SHORT'
+  | 'SUMMARY_EMPTY'
+  | 'TRANSCRIPT_TOO_SHORT';
+
+export class SummariseError extends CodedError<SummariseErrorCode> {
+  override readonly name = 'SummariseError';
 }
 
 export interface SummaryResult {
@@ -92,9 +89,9 @@ export class Summariser {
   }
 
   private async summariseOnce(input: SummariseInput): Promise<SummaryResult> {
-    const env = this.config.env;
+    const { summariser } = this.config;
     const transcriptChars = input.lines.reduce((n, l) => n + l.length, 0);
-    if (transcriptChars < env.GUARDIAN_MIN_TRANSCRIPT_CHARS) {
+    if (transcriptChars < summariser.minTranscriptChars) {
       throw new SummariseError(
         'TRANSCRIPT_TOO_SHORT',
         `transcript of ${transcriptChars} chars is under GUARDIAN_MIN_TRANSCRIPT_CHARS`,
@@ -113,17 +110,16 @@ export class Summariser {
     for (const group of groups) {
       const prompt = buildSummaryPrompt(group, summary, {
         nonce: randomBytes(9).toString('base64url'),
-        toolArgChars: env.GUARDIAN_TOOL_ARG_CHARS,
+        toolArgChars: summariser.toolArgChars,
       });
       let text = await this.call(input, prompt, maxTokens);
       calls += 1;
-      if (text.length < env.GUARDIAN_MIN_SUMMARY_CHARS) {
+      if (text.length < summariser.minSummaryChars) {
         retries += 1;
-        this.obs.state.summaryRetries += 1;
         this.obs.metrics.summaryRetries.inc();
         text = await this.call(input, prompt, maxTokens);
         calls += 1;
-        if (text.length < env.GUARDIAN_MIN_SUMMARY_CHARS) {
+        if (text.length < summariser.minSummaryChars) {
           throw new SummariseError(
             'SUMMARY_TOO_SHORT',
             `summary of ${text.length} chars twice under GUARDIAN_MIN_SUMMARY_CHARS`,
@@ -139,10 +135,9 @@ export class Summariser {
   private async call(input: SummariseInput, prompt: SummaryPrompt, maxTokens: number): Promise<string> {
     const { path, body } = input.adapter.summariserCall(input.model, prompt, {
       maxTokens,
-      reasoningEffort: this.config.env.GUARDIAN_SUMMARY_REASONING_EFFORT,
+      reasoningEffort: this.config.summariser.reasoningEffort,
     });
     const started = performance.now();
-    this.obs.state.summariserCalls += 1;
     return withSpan(
       'guardian.summarise',
       {
@@ -152,7 +147,7 @@ export class Summariser {
       async (span) => {
         // Each call has its own deadline, well under the upstream timeout: a hung summariser holds the client for
         // GUARDIAN_SUMMARY_TIMEOUT_MS, then the request fails open (issue 11).
-        const timeoutMs = this.config.env.GUARDIAN_SUMMARY_TIMEOUT_MS;
+        const timeoutMs = this.config.summariser.timeoutMs;
         const deadline = AbortSignal.timeout(timeoutMs);
         try {
           const res = await this.upstream.json({
@@ -168,7 +163,7 @@ export class Summariser {
           const text = input.adapter.summaryText(res.body)?.trim() ?? '';
           span.setAttributes(genAiAttributes(usageOf(res.body)));
           this.obs.metrics.summariserDuration.observe(
-            { outcome: text.length < this.config.env.GUARDIAN_MIN_SUMMARY_CHARS ? 'short' : 'ok' },
+            { outcome: text.length < this.config.summariser.minSummaryChars ? 'short' : 'ok' },
             (performance.now() - started) / 1000,
           );
           return text;

@@ -1,6 +1,6 @@
 import type { UsageRecord } from '@guardian/memo';
 
-import type { Json } from './formats/format-adapter';
+import type { Json } from '../formats/format-adapter';
 
 // Which answered request a session's usage follows (ADR 0010, docs/sessions.md "What the status line shows").
 // Pure: the caller passes the clock, so the rule is tested without waiting.

@@ -5,7 +5,7 @@ import { detectWindow, type HeaderMap, UpstreamClient } from '@guardian/upstream
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianState, type WindowInfo } from '../state/guardian-state';
 
-/** The seed's default window when nothing says otherwise (CONTRACTS §3). */
+/** The seed's default window when nothing says otherwise (ARCHITECTURE.md#compaction). */
 export const DEFAULT_WINDOW = 32768;
 
 /** Longest model name guardian keeps state for or asks the upstream about; longer ones get the default window. */
@@ -43,8 +43,9 @@ export function trackableModel(model: string): boolean {
 }
 
 /**
- * The context window per model (CONTRACTS §3): GUARDIAN_NUM_CTX wins; else detected from the upstream on the first
- * request for that model and cached (one probe at a time per model, rate-limited across models); else the default.
+ * The context window per model (ARCHITECTURE.md#compaction): GUARDIAN_NUM_CTX wins; else detected from the upstream
+ * on the first request for that model and cached (one probe at a time per model, rate-limited across models); else
+ * the default.
  * An overflow answer that names a smaller window lowers it (`learned`). The cache is bounded (GuardianState).
  */
 @Injectable()
@@ -72,7 +73,7 @@ export class WindowService {
 
   /** The window when it is known without asking the upstream (configured, or detected before); else undefined. */
   known(model: string): WindowInfo | undefined {
-    const fixed = this.config.env.GUARDIAN_NUM_CTX;
+    const fixed = this.config.compaction.window;
     if (!trackableModel(model)) {
       // Neither remembered nor asked about: such a name would only grow state and cost upstream calls.
       return fixed !== undefined

@@ -4,7 +4,7 @@ const load = (env: Record<string, string>) =>
   GuardianConfig.fromEnv(env, { version: 't', home: '/home/dev' });
 
 describe('GuardianConfig', () => {
-  it('takes the defaults CONTRACTS §7 lists', () => {
+  it('takes the defaults ARCHITECTURE.md#configuration lists', () => {
     const c = load({});
     expect(c.env).toMatchObject({
       GUARDIAN_UPSTREAM_URL: 'http://127.0.0.1:8000/v1',
@@ -53,6 +53,15 @@ describe('GuardianConfig', () => {
     expect(() => load({ [name]: value })).toThrow(new RegExp(`${name}=`));
   });
 
+  it('refuses GUARDIAN_TOKEN_REQUIRED=1 without GUARDIAN_TOKENS_FILE: no developer could ever get in', () => {
+    expect(() => load({ GUARDIAN_TOKEN_REQUIRED: '1' })).toThrow(/needs GUARDIAN_TOKENS_FILE/);
+    expect(
+      load({ GUARDIAN_TOKEN_REQUIRED: '1', GUARDIAN_TOKENS_FILE: '/run/secrets/tokens' }).env,
+    ).toMatchObject({
+      GUARDIAN_TOKEN_REQUIRED: true,
+    });
+  });
+
   it('warns when the reserve is not below the window (half the window is reserved instead)', () => {
     const c = load({ GUARDIAN_NUM_CTX: '4096', GUARDIAN_RESERVE_OUTPUT: '8192' });
     expect(c.warnings.join('\n')).toContain('GUARDIAN_RESERVE_OUTPUT');
@@ -91,5 +100,38 @@ describe('GuardianConfig', () => {
       'http://127.0.0.1:43210/guardian/health',
     );
     expect(load({ GUARDIAN_HOST: '0.0.0.0' }).loopbackBind).toBe(false);
+  });
+});
+
+describe('GuardianConfig sections', () => {
+  it('hands each service its values, read once from the environment', () => {
+    const c = load({
+      GUARDIAN_NUM_CTX: '16384',
+      GUARDIAN_KEEP_RECENT_MESSAGES: '6',
+      GUARDIAN_SUMMARY_TIMEOUT_MS: '1234',
+      GUARDIAN_SUMMARY_MEMO: 'off',
+      GUARDIAN_REDIS_URL: 'redis://memo:6379',
+      GUARDIAN_CAPTURE: 'journal',
+      GUARDIAN_SESSION_HEADER_REQUIRED: '1',
+      GUARDIAN_ADMIN_TOKEN: 'adm',
+    });
+    expect(c.compaction).toMatchObject({
+      window: 16384,
+      threshold: 0.85,
+      keepRecent: { fraction: 0.2, messages: 6 },
+    });
+    expect(c.summariser).toMatchObject({
+      timeoutMs: 1234,
+      memo: false,
+      precompact: { threshold: 0.8, concurrency: 2 },
+    });
+    expect(c.memo).toMatchObject({
+      redisUrl: 'redis://memo:6379',
+      redisPrefix: 'guardian:',
+      lockWaitMs: 30000,
+    });
+    expect(c.archive).toEqual({ keepSpans: 500, capture: 'journal' });
+    expect(c.proxy).toMatchObject({ port: 8786, maxBodyBytes: 67108864, sessionHeaderRequired: true });
+    expect(c.access).toEqual({ adminToken: 'adm', tokensFile: undefined, tokenRequired: false });
   });
 });

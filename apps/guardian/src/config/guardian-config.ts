@@ -1,12 +1,26 @@
 import { homedir } from 'node:os';
 
 import { resolveGuardianPaths } from '@guardian/archive';
+import { envSchema, type GuardianEnv } from '@guardian/config';
+import { CodedError } from '@guardian/errors';
 
-import { envSchema, type GuardianEnv } from './config.schema';
+import {
+  sectionsOf,
+  type AccessSection,
+  type ArchiveSection,
+  type CompactionSection,
+  type MemoSection,
+  type ProxySection,
+  type SummariserSection,
+} from './config-sections';
 
 /** Raised at boot when a variable is invalid; the message names the variable and what was expected. */
-export class ConfigError extends Error {
-  readonly code = 'CONFIG_INVALID';
+export class ConfigError extends CodedError<'CONFIG_INVALID'> {
+  override readonly name = 'ConfigError';
+
+  constructor(message: string) {
+    super('CONFIG_INVALID', message);
+  }
 }
 
 export interface UpstreamTarget {
@@ -44,11 +58,23 @@ function shownValue(name: string, value: string | undefined): string {
  * A class so that Nest can inject it by type.
  */
 export class GuardianConfig {
+  /** The parsed environment. Services read their section below instead (ARCHITECTURE.md#configuration). */
   readonly env: GuardianEnv;
+  readonly compaction: CompactionSection;
+  readonly summariser: SummariserSection;
+  readonly memo: MemoSection;
+  readonly archive: ArchiveSection;
+  readonly proxy: ProxySection;
+  readonly access: AccessSection;
   readonly upstream: UpstreamTarget;
   readonly paths: ReturnType<typeof resolveGuardianPaths>;
   readonly allowedHosts: string[];
   readonly version: string;
+  /**
+   * GUARDIAN_TEST_CRASH_POINT: the archive writer's test-only crash hook (`after-rename@3`), handed to SealedArchive
+   * as an option so the library reads no environment. Not configuration: the README table leaves it out.
+   */
+  readonly testCrashPoint: string | undefined;
   /** Messages to log once at startup (legacy variables, clamped reserve). */
   readonly warnings: string[] = [];
 
@@ -59,7 +85,16 @@ export class GuardianConfig {
     raw: Record<string, string | undefined>,
   ) {
     this.env = env;
+    ({
+      compaction: this.compaction,
+      summariser: this.summariser,
+      memo: this.memo,
+      archive: this.archive,
+      proxy: this.proxy,
+      access: this.access,
+    } = sectionsOf(env));
     this.version = version;
+    this.testCrashPoint = raw.GUARDIAN_TEST_CRASH_POINT || undefined;
     const base = new URL(env.GUARDIAN_UPSTREAM_URL.replace(/\/+$/, ''));
     this.upstream = {
       base,
@@ -96,10 +131,16 @@ export class GuardianConfig {
       });
       throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
     }
+    if (parsed.data.GUARDIAN_TOKEN_REQUIRED && parsed.data.GUARDIAN_TOKENS_FILE === undefined) {
+      // Only developer tokens name owners: requiring a token with none to hand out would lock every client out.
+      throw new ConfigError(
+        'invalid configuration: GUARDIAN_TOKEN_REQUIRED=1 needs GUARDIAN_TOKENS_FILE (the developer tokens)',
+      );
+    }
     return new GuardianConfig(parsed.data, opts.version, opts.home ?? homedir(), raw);
   }
 
-  /** True when the bind address is loopback only: the archive is then open without tokens (CONTRACTS §6). */
+  /** True when the bind address is loopback only: the archive is then open without tokens (ARCHITECTURE.md#access). */
   get loopbackBind(): boolean {
     const h = this.env.GUARDIAN_HOST;
     return h === 'localhost' || h === '::1' || h.startsWith('127.');

@@ -1,14 +1,7 @@
-import { createHash } from 'node:crypto';
-import { hostname } from 'node:os';
+import { replicaTag } from '@guardian/archive';
 
-/**
- * Facts about this process: the replica tag (CONTRACTS §4: the first 8 hex of sha256(hostname, pid, start time),
- * unique per process, so two replicas never share a run).
- */
+/** Facts about this process: when it started and its replica tag (docs/ARCHITECTURE.md#files). */
 export class GuardianRuntime {
   readonly startedAt = new Date();
-  readonly replica = createHash('sha256')
-    .update(`${hostname()}\n${process.pid}\n${this.startedAt.toISOString()}`)
-    .digest('hex')
-    .slice(0, 8);
+  readonly replica = replicaTag(this.startedAt);
 }

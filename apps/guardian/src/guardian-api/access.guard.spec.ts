@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 
 import { GuardianConfig } from '../config/guardian-config';
+import { toHttpError } from '../http/http-error';
 import { checkHostAndOrigin } from './access.guard';
 
 function config(env: Record<string, string>): GuardianConfig {
@@ -16,11 +17,11 @@ function verdict(c: GuardianConfig, headers: Record<string, string>): number {
     checkHostAndOrigin(c, req(headers));
     return 200;
   } catch (err) {
-    return (err as { getStatus(): number }).getStatus();
+    return toHttpError(err, 'openai').status;
   }
 }
 
-describe('checkHostAndOrigin (CONTRACTS §6, DNS rebinding)', () => {
+describe('checkHostAndOrigin (ARCHITECTURE.md#access, DNS rebinding)', () => {
   it('on a loopback bind accepts loopback names, IPv6 included, and refuses any other', () => {
     const c = config({ GUARDIAN_HOST: '127.0.0.1' });
     expect(verdict(c, { host: '[::1]:8786' })).toBe(200);

@@ -1,10 +1,11 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
-import { CanActivate, ExecutionContext, HttpException, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 
+import { AccessPolicy, type Viewer } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
+import { GuardianError } from '../http/http-error';
 
 const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]', '::1'];
 
@@ -13,12 +14,6 @@ function hostOnly(value: string): string {
   if (v.startsWith('[')) return v.slice(0, v.indexOf(']') + 1);
   const colon = v.lastIndexOf(':');
   return colon === -1 ? v : v.slice(0, colon);
-}
-
-function sameSecret(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 function originHost(origin: string): string {
@@ -30,17 +25,10 @@ function originHost(origin: string): string {
   }
 }
 
-/** Why a request is refused at the door: a 403 with a stable code (CONTRACTS §2.6, §6). */
-export interface Refusal {
-  status: 403;
-  code: 'GUARDIAN_HOST_REFUSED' | 'GUARDIAN_ORIGIN_REFUSED' | 'GUARDIAN_PREFLIGHT_REFUSED';
-  message: string;
-}
-
 /**
- * DNS rebinding defence (CONTRACTS §6): on a loopback bind, Host and Origin must name a loopback host (or one of
- * GUARDIAN_ALLOWED_HOSTS) on EVERY route, the proxied `/v1/*` included, so a page on another site that rebinds its
- * name to 127.0.0.1 can drive neither guardian nor the user's backend through it. A browser's CORS preflight is
+ * DNS rebinding defence (ARCHITECTURE.md#access): on a loopback bind, Host and Origin must name a loopback host (or
+ * one of GUARDIAN_ALLOWED_HOSTS) on EVERY route, the proxied `/v1/*` included, so a page on another site that rebinds
+ * its name to 127.0.0.1 can drive neither guardian nor the user's backend through it. A browser's CORS preflight is
  * refused there as well: guardian grants no cross-origin access, and forwarding the preflight would let the
  * upstream's own CORS answer grant it in guardian's name. Beyond loopback the tokens do that job and any Host is
  * accepted. Built once; `verdict` runs on every request, so the allowed names are a prepared Set.
@@ -54,34 +42,33 @@ export class HostGate {
       : null;
   }
 
-  verdict(method: string, headers: IncomingHttpHeaders): Refusal | undefined {
+  verdict(method: string, headers: IncomingHttpHeaders): GuardianError | undefined {
     const allowed = this.allowed;
     if (allowed === null) return undefined;
     if (!allowed.has(hostOnly(String(headers.host ?? ''))))
-      return { status: 403, code: 'GUARDIAN_HOST_REFUSED', message: 'Host not allowed on a loopback bind' };
+      return new GuardianError('GUARDIAN_HOST_REFUSED', 'Host not allowed on a loopback bind', 403);
     const origin = headers.origin;
     // `Origin: null` comes from privacy-sensitive contexts (RFC 6454 §7.3); it names no site to compare.
     if (origin && origin !== 'null' && !allowed.has(hostOnly(originHost(origin))))
-      return {
-        status: 403,
-        code: 'GUARDIAN_ORIGIN_REFUSED',
-        message: 'Origin not allowed on a loopback bind',
-      };
+      return new GuardianError('GUARDIAN_ORIGIN_REFUSED', 'Origin not allowed on a loopback bind', 403);
     // A preflight is an OPTIONS request carrying Access-Control-Request-Method (Fetch standard §3.2.2).
     if (method === 'OPTIONS' && headers['access-control-request-method'] !== undefined)
-      return {
-        status: 403,
-        code: 'GUARDIAN_PREFLIGHT_REFUSED',
-        message: 'cross-origin requests from browsers are not accepted on a loopback bind',
-      };
+      return new GuardianError(
+        'GUARDIAN_PREFLIGHT_REFUSED',
+        'cross-origin requests from browsers are not accepted on a loopback bind',
+        403,
+      );
     return undefined;
   }
 }
 
-/** Throws the gate's refusal as an HttpException, for the Nest guards (the error filter shapes the body). */
+/**
+ * Throws the gate's refusal (a 403 with a stable code, docs/ARCHITECTURE.md#access) for the Nest guards; the error
+ * filter shapes the body.
+ */
 export function checkHostAndOrigin(config: GuardianConfig, req: FastifyRequest): void {
   const refusal = new HostGate(config).verdict(req.method, req.headers);
-  if (refusal) throw new HttpException({ code: refusal.code, message: refusal.message }, refusal.status);
+  if (refusal) throw refusal;
 }
 
 /**
@@ -99,29 +86,51 @@ export class PageGuard implements CanActivate {
   }
 }
 
+const viewers = new WeakMap<object, Viewer>();
+
+/** The viewer a guard let through for this request (the controllers scope what they answer by it). */
+export function viewerOf(req: FastifyRequest): Viewer {
+  return viewers.get(req.raw) ?? { kind: 'all' };
+}
+
+function admit(policy: AccessPolicy, req: FastifyRequest, door: 'metadata' | 'archive'): boolean {
+  const caller = policy.identify(req.raw.headersDistinct['x-guardian-token']);
+  const verdict = door === 'metadata' ? policy.metadata(caller) : policy.archive(caller);
+  if (!verdict.ok) throw verdict.refusal;
+  viewers.set(req.raw, verdict.value);
+  return true;
+}
+
 /**
- * Access to guardian's own `/guardian/*` data endpoints (CONTRACTS §6): Host and Origin as {@link PageGuard},
- * then, with GUARDIAN_ADMIN_TOKEN set, `X-Guardian-Token` must carry it (never `Authorization`, which is the
- * upstream's): missing is 401, wrong is 403.
+ * Access to guardian's own `/guardian/*` metadata endpoints (ARCHITECTURE.md#access): Host and Origin as {@link PageGuard},
+ * then the token rules of {@link AccessPolicy.metadata}: with GUARDIAN_ADMIN_TOKEN set, `X-Guardian-Token` must be
+ * the admin's (everything) or a developer's (their own sessions); never `Authorization`, which is the upstream's.
  */
 @Injectable()
 export class AccessGuard implements CanActivate {
-  constructor(private readonly config: GuardianConfig) {}
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly policy: AccessPolicy,
+  ) {}
 
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<FastifyRequest>();
     checkHostAndOrigin(this.config, req);
-    const admin = this.config.env.GUARDIAN_ADMIN_TOKEN;
-    if (!admin) return true;
-    const raw = req.headers['x-guardian-token'];
-    const token = Array.isArray(raw) ? raw[0] : raw;
-    if (!token)
-      throw new HttpException({ code: 'GUARDIAN_TOKEN_REQUIRED', message: 'X-Guardian-Token required' }, 401);
-    if (!sameSecret(token, admin))
-      throw new HttpException(
-        { code: 'GUARDIAN_TOKEN_INVALID', message: 'X-Guardian-Token not accepted' },
-        403,
-      );
-    return true;
+    return admit(this.policy, req, 'metadata');
+  }
+}
+
+/** Access to archive content (`/guardian/archive/*`, `/guardian/capture`): {@link AccessPolicy.archive}. */
+@Injectable()
+export class ArchiveGuard implements CanActivate {
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly policy: AccessPolicy,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const req = context.switchToHttp().getRequest<FastifyRequest>();
+    checkHostAndOrigin(this.config, req);
+    return admit(this.policy, req, 'archive');
   }
 }

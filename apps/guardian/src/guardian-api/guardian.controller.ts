@@ -2,9 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-import { Controller, Get, Header, HttpCode, HttpException, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { Controller, Get, Header, HttpCode, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
+import { OWNER_PATTERN, ownerHash } from '@guardian/archive';
 import { computeBudget } from '@guardian/compaction';
 import { MemoStore } from '@guardian/memo';
 import { GuardianMetrics } from '@guardian/telemetry';
@@ -12,8 +13,10 @@ import { GuardianMetrics } from '@guardian/telemetry';
 import { sessionHash } from '../compaction/session';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianRuntime } from '../config/guardian-runtime';
+import { GuardianError } from '../http/http-error';
 import { GuardianState, type GuardianEvent } from '../state/guardian-state';
-import { AccessGuard, PageGuard } from './access.guard';
+import type { Viewer } from '../access/access-policy';
+import { AccessGuard, PageGuard, viewerOf } from './access.guard';
 import { buildStats } from './stats';
 
 /** The page is read once; `__CSP_NONCE__` is replaced per response so only its own inline script and style run. */
@@ -22,7 +25,10 @@ const PAGE = readFileSync(join(__dirname, '..', 'observability', 'health-page.ht
 /** Bytes a live-stream client may leave unread before guardian drops it (it reconnects and gets recent events). */
 const MAX_UNREAD_BYTES = 1024 * 1024;
 
-/** Guardian's own JSON endpoints and dashboard (CONTRACTS §5). Metadata only: no message text anywhere. */
+/**
+ * Guardian's own JSON endpoints and dashboard (ARCHITECTURE.md#http-surface). Metadata only: no message text
+ * anywhere.
+ */
 @Controller()
 export class GuardianController {
   constructor(
@@ -50,36 +56,46 @@ export class GuardianController {
   @Get('guardian/stats')
   @UseGuards(AccessGuard)
   @Header('cache-control', 'no-store')
-  async stats(): Promise<Record<string, unknown>> {
-    const env = this.config.env;
+  async stats(@Req() req: FastifyRequest): Promise<Record<string, unknown>> {
+    const { compaction } = this.config;
+    const viewer = viewerOf(req);
+    // A developer's dashboard lists their own sessions; the counters are the process's (no message text in either).
+    const owner = viewer.kind === 'owner' ? viewer : undefined;
     return buildStats({
       config: this.config,
       state: this.state,
+      metrics: this.metrics,
       replica: this.runtime.replica,
       memoStore: this.memo.kind,
-      sessions: await this.memo.recentUsage(20),
-      budgetFor: (w) => computeBudget(w, env.GUARDIAN_COMPACT_THRESHOLD, env.GUARDIAN_RESERVE_OUTPUT).budget,
+      owner: owner?.owner ?? null,
+      sessions: await this.memo.recentUsage(20, owner?.ownerHash),
+      budgetFor: (w) => computeBudget(w, compaction.threshold, compaction.reserveOutput).budget,
     });
   }
 
   @Get('guardian/usage')
   @UseGuards(AccessGuard)
   @Header('cache-control', 'no-store')
-  async usage(@Query('session') query?: string | string[]): Promise<Record<string, unknown>> {
+  async usage(
+    @Req() req: FastifyRequest,
+    @Query('session') query?: string | string[],
+    @Query('owner') ownerQuery?: string | string[],
+  ): Promise<Record<string, unknown>> {
     // `?session=a&session=b` arrives as an array: refused like any other bad id (it was a 500, issue 12 suite).
-    if (Array.isArray(query))
-      throw new HttpException({ code: 'GUARDIAN_BAD_SESSION', message: 'give session once' }, 400);
+    if (Array.isArray(query)) throw new GuardianError('GUARDIAN_BAD_SESSION', 'give session once', 400);
     const session = query;
     if (session !== undefined && (session.length === 0 || Buffer.byteLength(session) > 256)) {
-      throw new HttpException({ code: 'GUARDIAN_BAD_SESSION', message: 'session must be 1-256 bytes' }, 400);
+      throw new GuardianError('GUARDIAN_BAD_SESSION', 'session must be 1-256 bytes', 400);
     }
-    const record = await this.memo.getUsage(session === undefined ? undefined : sessionHash(session));
+    const owner = usageOwner(viewerOf(req), ownerQuery);
+    const record = await this.memo.getUsage(
+      session === undefined ? undefined : sessionHash(session, owner),
+      owner === undefined ? undefined : ownerHash(owner),
+    );
     if (!record) {
-      throw new HttpException(
-        {
-          code: 'GUARDIAN_NO_SESSION',
-          message: session === undefined ? 'no session seen yet' : 'unknown session',
-        },
+      throw new GuardianError(
+        'GUARDIAN_NO_SESSION',
+        session === undefined ? 'no session seen yet' : 'unknown session',
         404,
       );
     }
@@ -97,8 +113,11 @@ export class GuardianController {
   @UseGuards(AccessGuard)
   async events(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const accept = String(req.headers.accept ?? '');
+    const viewer = viewerOf(req);
+    // A developer sees the events of their own sessions (compactions, spills, recoveries), not the team's.
+    const shown = (e: GuardianEvent): boolean => viewer.kind === 'all' || e.owner_hash === viewer.ownerHash;
     if (!accept.includes('text/event-stream')) {
-      await reply.header('cache-control', 'no-store').send({ events: this.state.events });
+      await reply.header('cache-control', 'no-store').send({ events: this.state.events.filter(shown) });
       return;
     }
     // A live stream: the recent events first, then each new one as it happens.
@@ -114,6 +133,7 @@ export class GuardianController {
     raw.write('retry: 3000\n\n');
     // A client that stops reading (a laptop asleep) must not make guardian buffer events for it without bound.
     const send = (e: GuardianEvent) => {
+      if (!shown(e)) return;
       if (raw.writableLength > MAX_UNREAD_BYTES) raw.destroy();
       else raw.write(`event: ${e.kind}\ndata: ${JSON.stringify(e)}\n\n`);
     };
@@ -126,7 +146,7 @@ export class GuardianController {
     });
   }
 
-  /** The page carries no data, so it loads without a token and then asks for one (CONTRACTS §6). */
+  /** The page carries no data, so it loads without a token and then asks for one (ARCHITECTURE.md#access). */
   @Get('guardian/health')
   @UseGuards(PageGuard)
   async page(@Res() reply: FastifyReply): Promise<void> {
@@ -141,4 +161,24 @@ export class GuardianController {
       .header('x-content-type-options', 'nosniff')
       .send(PAGE.replace(/__CSP_NONCE__/g, nonce));
   }
+}
+
+/**
+ * Whose usage `/guardian/usage` looks up (docs/team.md): a developer's own, always; the admin's (or an open
+ * sidecar's) `?owner=` names one, else the sessions sent without a token.
+ */
+function usageOwner(viewer: Viewer, query: string | string[] | undefined): string | undefined {
+  if (Array.isArray(query)) throw new GuardianError('GUARDIAN_BAD_OWNER', 'give owner once', 400);
+  if (viewer.kind === 'owner') {
+    if (query !== undefined && query !== viewer.owner)
+      throw new GuardianError(
+        'GUARDIAN_BAD_OWNER',
+        'a developer token reads its own usage: leave out owner',
+        400,
+      );
+    return viewer.owner;
+  }
+  if (query !== undefined && !OWNER_PATTERN.test(query))
+    throw new GuardianError('GUARDIAN_BAD_OWNER', 'owner is not a valid owner name', 400);
+  return query;
 }

@@ -1,42 +1,60 @@
 import type { UsageRecord } from '@guardian/memo';
+import { FAIL_OPEN_STAGES, type GuardianMetrics } from '@guardian/telemetry';
 
 import type { GuardianConfig } from '../config/guardian-config';
 import type { GuardianState } from '../state/guardian-state';
 
-/** The `/guardian/stats` body: at least the keys CONTRACTS §5 lists, plus what the dashboard draws. No message text. */
-export function buildStats(args: {
+/**
+ * The `/guardian/stats` body: at least the keys ARCHITECTURE.md#http-surface lists, plus what the dashboard draws. No
+ * message text. A count that has a Prometheus series is read from the registry, so stats and /metrics cannot differ.
+ */
+export async function buildStats(args: {
   config: GuardianConfig;
   state: GuardianState;
+  metrics: GuardianMetrics;
   replica: string;
   memoStore: string;
+  /** Team mode: whose sessions `sessions` lists (a developer's dashboard), null for everyone's. */
+  owner: string | null;
   sessions: UsageRecord[];
   budgetFor: (window: number) => number;
-}): Record<string, unknown> {
-  const { config, state } = args;
-  const env = config.env;
+}): Promise<Record<string, unknown>> {
+  const { config, state, metrics } = args;
+  const total = metrics.total.bind(metrics);
+  const failOpen = await Promise.all(
+    FAIL_OPEN_STAGES.map(async (stage) => [stage, await total(metrics.failOpen, { stage })] as const),
+  );
+  const precompact = {
+    done: await total(metrics.precompact, { outcome: 'done' }),
+    used: await total(metrics.precompact, { outcome: 'used' }),
+    failed: await total(metrics.precompact, { outcome: 'failed' }),
+    running: state.precompactRunning,
+  };
+  const { compaction } = config;
   const last = state.lastModel ? state.windows.get(state.lastModel) : undefined;
-  const window = last?.window ?? env.GUARDIAN_NUM_CTX ?? null;
+  const window = last?.window ?? compaction.window ?? null;
   return {
     version: config.version,
     upstream: config.upstream.shown,
     replica: args.replica,
     started_at: state.startedAt,
     num_ctx: window,
-    window_source: last?.source ?? (env.GUARDIAN_NUM_CTX ? 'env' : 'detected per model'),
+    window_source: last?.source ?? (compaction.window ? 'env' : 'detected per model'),
     windows: Object.fromEntries(
       [...state.windows].map(([model, w]) => [model, { window: w.window, source: w.source }]),
     ),
     effective_input_budget: window === null ? null : args.budgetFor(window),
-    compactions_performed: state.compactionsPerformed,
-    summaries_reused: state.summariesReused,
-    summaries_chunked: state.summariesChunked,
-    summary_retries: state.summaryRetries,
+    compactions_performed: await total(metrics.compactions),
+    summaries_reused: await total(metrics.summariesReused),
+    summaries_chunked: await total(metrics.summariesChunked),
+    summary_retries: await total(metrics.summaryRetries),
     summary_checkpoints: state.summaryCheckpoints,
-    summariser_calls: state.summariserCalls,
+    // One observation per summariser call, whatever its outcome.
+    summariser_calls: await total(metrics.summariserDuration),
     precompact: {
-      ...state.precompact,
+      ...precompact,
       // Stored in the background but not (yet) reused by a client request: the conversation moved on or changed.
-      wasted: Math.max(0, state.precompact.done - state.precompact.used),
+      wasted: Math.max(0, precompact.done - precompact.used),
     },
     summary_waits: state.summaryWaits,
     // A model whose summaries keep failing is not asked for a while (issue 20); checkpoints stand in meanwhile.
@@ -51,22 +69,23 @@ export function buildStats(args: {
       ]),
     ),
     summary_wait_seconds: Math.round(state.summaryWaitSeconds * 1000) / 1000,
-    oversized_spills: state.oversizedSpills,
-    compactions_with_pins: state.compactionsWithPins,
-    last_pins_carried: state.lastPinsCarried,
-    fail_open: { ...state.failOpen },
-    archive_deferred: state.archiveDeferred,
-    overflow_recovered: state.overflowRecovered,
+    oversized_spills: await total(metrics.oversizedSpills),
+    compactions_with_pins: await total(metrics.compactionsWithPins),
+    last_pins_carried: await total(metrics.pinsCarried),
+    fail_open: Object.fromEntries(failOpen),
+    archive_deferred: await total(metrics.archiveDeferred),
+    overflow_recovered: await total(metrics.overflowRecoveries, { outcome: 'ok' }),
     tokens_kept_out: state.tokensKeptOut,
     // Requests whose size alone proved they fit: forwarded unchanged without being parsed (ADR 0013).
     passthrough_by_size: state.passthroughBySize,
-    dry_run: env.GUARDIAN_DRY_RUN,
+    dry_run: compaction.dryRun,
     keep_recent:
-      env.GUARDIAN_KEEP_RECENT_MESSAGES !== undefined
-        ? { messages: env.GUARDIAN_KEEP_RECENT_MESSAGES }
-        : { fraction: env.GUARDIAN_KEEP_RECENT_FRACTION },
+      compaction.keepRecent.messages !== undefined
+        ? { messages: compaction.keepRecent.messages }
+        : { fraction: compaction.keepRecent.fraction },
     memo_store: args.memoStore,
     upstream_status: state.upstreamStatus,
+    sessions_of: args.owner,
     seal_status: state.sealStatus,
     seal_checked_at: state.sealCheckedAt,
     sessions: args.sessions.map((s) => ({

@@ -8,8 +8,8 @@ import { SpanVolumeProbe } from './span-volume-probe';
 
 /**
  * Kubernetes probes. `/readyz` is ready once config is loaded and the server listens (it cannot answer before);
- * the span volume, Redis and the upstream are reported, never gating (CONTRACTS §2 rule 2): a full volume or a
- * Redis outage must not take replicas out of the Service, since guardian fails open around both.
+ * the span volume, Redis and the upstream are reported, never gating (ARCHITECTURE.md#fail-open rule 2): a full
+ * volume or a Redis outage must not take replicas out of the Service, since guardian fails open around both.
  */
 @Controller()
 export class HealthController {
@@ -29,7 +29,8 @@ export class HealthController {
   @Get('readyz')
   @Header('cache-control', 'no-store')
   async readyz(): Promise<Record<string, unknown>> {
-    // 'ready', 'connecting' or 'down' when GUARDIAN_REDIS_URL is set: reported, never gating (CONTRACTS §2.2).
+    // 'ready', 'connecting' or 'down' when GUARDIAN_REDIS_URL is set: reported, never gating
+    // (ARCHITECTURE.md#fail-open rule 2).
     const redis = this.memo instanceof RedisMemoStore ? this.memo.status() : 'not configured';
     return {
       status: 'ready',

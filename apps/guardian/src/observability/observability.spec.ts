@@ -1,7 +1,7 @@
 import { failOpenMessage } from './observability';
 
 describe('failOpenMessage', () => {
-  it('says a deferred span leaves the request compacted, not unchanged (CONTRACTS §2.3)', () => {
+  it('says a deferred span leaves the request compacted, not unchanged (ARCHITECTURE.md#fail-open rule 3)', () => {
     for (const reason of ['no_space', 'read_only', 'permission', 'other']) {
       const msg = failOpenMessage('archive', reason);
       expect(msg).toContain('compacted');

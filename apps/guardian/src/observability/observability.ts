@@ -6,11 +6,11 @@ import { GuardianMetrics, logOnce, type FailOpenStage, type Route } from '@guard
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianState } from '../state/guardian-state';
 import { GuardianLogger } from './guardian-logger';
-import { SealMonitor } from './seal-monitor';
+import { SealMonitor } from '../archive-verifier/seal-monitor';
 
 /**
- * The one place the request path reports through: counters for /guardian/stats, Prometheus metrics, events and
- * logs. A fail-open is a designed path (CONTRACTS §2): counted by stage, an event, and ONE log line per
+ * The one place the request path reports through: Prometheus metrics (which /guardian/stats also reads), events
+ * and logs. A fail-open is a designed path (ARCHITECTURE.md#fail-open): counted by stage, an event, and ONE log line per
  * (stage, reason) so a failing summariser does not flood the log. It also owns the background seal check that
  * sets `seal_status` and `guardian_archive_seal_ok` (never on the request path).
  */
@@ -48,7 +48,6 @@ export class Observability implements OnApplicationBootstrap, OnModuleDestroy {
     reason: string,
     ctx: { route: Route; model?: string; reqId?: string; err?: unknown },
   ): void {
-    this.state.failOpen[stage] += 1;
     this.metrics.failOpen.inc({ stage });
     this.state.emit({ kind: 'fail_open', route: ctx.route, model: ctx.model, stage, reason });
     const err =
@@ -67,8 +66,8 @@ const AFTER_FORWARD = new Set(['usage_write', 'log_write', 'receipt_write', 'jou
 
 /**
  * What a fail-open did to the request, in words an operator can act on. Not every stage forwards the client's
- * bytes: a span that cannot be written still lets the request go on compacted (CONTRACTS §2.3), and the line used to
- * say "unchanged" there (issue 12 defect 8).
+ * bytes: a span that cannot be written still lets the request go on compacted (ARCHITECTURE.md#fail-open rule 3), and
+ * the line used to say "unchanged" there (issue 12 defect 8).
  */
 export function failOpenMessage(stage: FailOpenStage, reason: string): string {
   if (AFTER_FORWARD.has(reason))

@@ -2,8 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import type { GuardianMetrics } from '@guardian/telemetry';
 
+import { ownedRoute, pathOnly } from '../formats/owned-route';
 import type { HostGate } from '../guardian-api/access.guard';
-import { apiStyleOf, errorBody, ownedRoute, pathOnly } from '../http/api-style';
+import { apiStyleOf } from '../http/api-style';
+import { GuardianError, toHttpError } from '../http/http-error';
 import type { GuardianLogger } from '../observability/guardian-logger';
 
 /** Methods forwarded upstream (RFC 9110 §9 plus PATCH); CONNECT and TRACE are not proxied (Fastify answers 404). */
@@ -11,7 +13,7 @@ export const PROXIED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', '
 
 const OWN_ENDPOINTS = new Set(['/healthz', '/readyz', '/metrics', '/favicon.ico']);
 
-/** Guardian's own namespace and probes (CONTRACTS §5): served by Fastify and Nest, never forwarded. */
+/** Guardian's own namespace and probes (ARCHITECTURE.md#http-surface): served by Fastify and Nest, never forwarded. */
 export function isOwnEndpoint(url: string): boolean {
   const path = pathOnly(url);
   return path === '/guardian' || path.startsWith('/guardian/') || OWN_ENDPOINTS.has(path);
@@ -78,11 +80,11 @@ export class ProxyFront {
       return;
     }
     const method = req.method ?? 'GET';
-    // DNS rebinding (CONTRACTS §6): checked before anything is read, parsed or forwarded.
+    // DNS rebinding (ARCHITECTURE.md#access): checked before anything is read, parsed or forwarded.
     const refusal = this.deps.gate.verdict(method, req.headers);
     if (refusal) {
       this.deps.metrics.requests.inc({ route: ownedRoute(method, url) ?? 'other', outcome: 'refused' });
-      this.refuse(req, res, refusal.status, refusal.code, refusal.message);
+      sendError(req, res, refusal);
       return;
     }
     const header = req.headers['x-request-id'];
@@ -136,29 +138,27 @@ export class ProxyFront {
       // The proxy fails open on everything it expects; this is a bug, answered like Fastify's error handler did.
       this.deps.logger.error({ reqId: p.id, err }, 'proxy handler failed');
       if (p.res.headersSent) p.res.destroy();
-      else this.refuse(p.req, p.res, 500, 'GUARDIAN_INTERNAL', 'internal error');
+      else sendError(p.req, p.res, err);
     });
   }
 
-  /** Over GUARDIAN_MAX_BODY_BYTES (CONTRACTS §2.6): refused before (or while) reading; the connection is closed. */
+  /** Over GUARDIAN_MAX_BODY_BYTES (ARCHITECTURE.md#fail-open rule 6): refused before (or while) reading; the connection is closed. */
   private tooLarge(req: IncomingMessage, res: ServerResponse): void {
     res.setHeader('connection', 'close');
-    this.refuse(req, res, 413, 'GUARDIAN_BODY_TOO_LARGE', 'request body over GUARDIAN_MAX_BODY_BYTES');
+    sendError(
+      req,
+      res,
+      new GuardianError('GUARDIAN_BODY_TOO_LARGE', 'request body over GUARDIAN_MAX_BODY_BYTES', 413),
+    );
     // What is left of the body is read and dropped, so the client sees the answer rather than a reset.
     req.resume();
   }
+}
 
-  private refuse(
-    req: IncomingMessage,
-    res: ServerResponse,
-    status: number,
-    code: string,
-    message: string,
-  ): void {
-    const url = req.url ?? '/';
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(errorBody(apiStyleOf(url, req.headers), status, code, message));
-  }
+/** Answers `err` through the one mapping of errors to HTTP (toHttpError), for the edge outside Nest and Fastify. */
+export function sendError(req: IncomingMessage, res: ServerResponse, err: unknown): void {
+  const { status, body } = toHttpError(err, apiStyleOf(req.url ?? '/', req.headers));
+  res.writeHead(status, { 'content-type': 'application/json' }).end(body);
 }
 
 /** RFC 9112 §6.3: a request has a body (perhaps an empty one) when it says how it is framed. */

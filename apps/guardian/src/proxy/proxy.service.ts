@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+
 import { Injectable } from '@nestjs/common';
 
 import { withOpenSpan } from '@guardian/telemetry';
@@ -11,8 +13,10 @@ import {
   type UpstreamResponse,
 } from '@guardian/upstream';
 
+import { AccessPolicy } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
-import { apiStyleOf, errorBody, ownedRoute } from '../http/api-style';
+import { GuardianError } from '../http/http-error';
+import { ownedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
 import type { PrepareInput } from '../compaction/compaction-context';
 import type { Exchange } from '../compaction/exchange';
@@ -21,12 +25,13 @@ import { readSessionHeader, sessionRequiredMessage } from '../compaction/session
 import { Observability } from '../observability/observability';
 import { requestTiming, type RequestTiming } from '../observability/request-timing';
 import { ClientGone } from './client-gone';
-import type { ProxiedRequest, ProxyHandler } from './proxy-front';
+import { sendError, type ProxiedRequest, type ProxyHandler } from './proxy-front';
 
 /**
  * The request path, top to bottom: read the body guardian was given (raw bytes), let compaction decide what to
- * forward (it never throws: any failure forwards the client's bytes, CONTRACTS §2), forward it, and stream the
- * answer back as it arrives. An upstream that rejects a compacted-or-not request as too long gets one retry.
+ * forward (it never throws: any failure forwards the client's bytes, ARCHITECTURE.md#fail-open), forward it, and
+ * stream the answer back as it arrives. An upstream that rejects a compacted-or-not request as too long gets one
+ * retry.
  */
 @Injectable()
 export class ProxyService implements ProxyHandler {
@@ -36,6 +41,7 @@ export class ProxyService implements ProxyHandler {
     private readonly compaction: CompactionService,
     private readonly recovery: OverflowRecovery,
     private readonly obs: Observability,
+    private readonly access: AccessPolicy,
   ) {}
 
   /**
@@ -86,19 +92,27 @@ export class ProxyService implements ProxyHandler {
       onClose();
     });
 
-    // Read from the separate header lines only when there is one: `headersDistinct` builds an object for every header.
-    const sessionHeader = readSessionHeader(
-      req.headers['x-guardian-session'] === undefined ? undefined : req.headersDistinct['x-guardian-session'],
+    // Team mode (ARCHITECTURE.md#access): the token names the owner of the request's session, or refuses it at the
+    // door. Read from the separate header lines, like the session: two different tokens name no one. The lines are
+    // read only when there is such a header: `headersDistinct` builds an object for every header.
+    const verdict = this.access.proxy(
+      this.access.identify(headerLines(req, 'x-guardian-token')),
+      req.method ?? 'GET',
     );
-    if (route && this.config.env.GUARDIAN_SESSION_HEADER_REQUIRED && sessionHeader.kind !== 'value') {
+    if (!verdict.ok) {
+      this.obs.metrics.requests.inc({ route: route ?? 'other', outcome: 'refused' });
+      sendError(req, res, verdict.refusal);
+      return;
+    }
+
+    const sessionHeader = readSessionHeader(headerLines(req, 'x-guardian-session'));
+    if (route && this.config.proxy.sessionHeaderRequired && sessionHeader.kind !== 'value') {
       this.obs.metrics.requests.inc({ route, outcome: 'refused' });
-      const body = errorBody(
-        apiStyleOf(url, req.headers),
-        400,
-        'GUARDIAN_SESSION_REQUIRED',
-        sessionRequiredMessage(sessionHeader),
+      sendError(
+        req,
+        res,
+        new GuardianError('GUARDIAN_SESSION_REQUIRED', sessionRequiredMessage(sessionHeader), 400),
       );
-      res.writeHead(400, { 'content-type': 'application/json' }).end(body);
       return;
     }
 
@@ -114,6 +128,7 @@ export class ProxyService implements ProxyHandler {
         upstreamHeaders: headers,
         body: p.body,
         sessionHeader,
+        owner: verdict.value,
         // Made on first use: the fast path never calls the upstream on its own.
         get signal() {
           return gone.signal;
@@ -181,23 +196,23 @@ export class ProxyService implements ProxyHandler {
     aborted: boolean,
     path: string,
   ): void {
-    const e = err instanceof UpstreamError ? err : undefined;
-    if (exchange) exchange.finish({ status: e?.status ?? 502, upstreamError: true });
+    const e =
+      err instanceof UpstreamError
+        ? err
+        : new UpstreamError('UPSTREAM_UNREACHABLE', 'the upstream could not be reached', 502, { cause: err });
+    if (exchange) exchange.finish({ status: e.status, upstreamError: true });
     else this.obs.metrics.requests.inc({ route: 'other', outcome: 'upstream_error' });
-    if (aborted || e?.code === 'UPSTREAM_ABORTED') {
+    if (aborted || e.code === 'UPSTREAM_ABORTED') {
       this.obs.logger.debug({ reqId: p.id }, 'client went away before the upstream answered');
       return;
     }
-    const status = e?.status ?? 502;
-    const code = e?.code ?? 'UPSTREAM_UNREACHABLE';
-    this.obs.logger.warn({ reqId: p.id, code, path: path.split('?')[0] }, 'upstream request failed');
+    this.obs.logger.warn({ reqId: p.id, code: e.code, path: path.split('?')[0] }, 'upstream request failed');
     if (p.res.headersSent || p.res.destroyed) return;
-    const body = errorBody(
-      apiStyleOf(p.url, p.req.headers),
-      status,
-      code,
-      e?.message ?? 'the upstream could not be reached',
-    );
-    p.res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+    sendError(p.req, p.res, e);
   }
+}
+
+/** A request header's separate lines (RFC 9110 §5.3), or undefined when it was not sent. */
+function headerLines(req: IncomingMessage, name: string): string[] | undefined {
+  return req.headers[name] === undefined ? undefined : req.headersDistinct[name];
 }

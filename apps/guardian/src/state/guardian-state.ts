@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
 
-import type { FailOpenStage } from '@guardian/telemetry';
-
 export type EventKind =
   | 'compaction'
   | 'summary_chunked'
@@ -10,7 +8,7 @@ export type EventKind =
   | 'overflow_recovered'
   | 'archive_deferred';
 
-/** One entry of `/guardian/events`: counts and names only, never message text (CONTRACTS §5). */
+/** One entry of `/guardian/events`: counts and names only, never message text (ARCHITECTURE.md#http-surface). */
 export interface GuardianEvent {
   kind: EventKind;
   at: string;
@@ -19,8 +17,6 @@ export interface GuardianEvent {
   session?: string;
   [key: string]: string | number | boolean | null | undefined;
 }
-
-export type { FailOpenStage } from '@guardian/telemetry';
 
 export interface WindowInfo {
   window: number;
@@ -47,44 +43,22 @@ export class GuardianState {
   readonly windows = new Map<string, WindowInfo>();
   lastModel: string | undefined;
 
-  compactionsPerformed = 0;
-  summariesReused = 0;
-  summariesChunked = 0;
-  summaryRetries = 0;
-  /** Overflow recoveries that forwarded a checkpoint because the summariser failed (ADR 0007). */
+  // Counts that have a Prometheus series (compactions, reuses, fail-opens, ...) are kept there only, and
+  // /guardian/stats reads them from the registry (guardian-api/stats.ts). What is kept here has no metric.
+  /** Stretches whose summary failed and a checkpoint stood in (ADR 0007). */
   summaryCheckpoints = 0;
-  summariserCalls = 0;
-  oversizedSpills = 0;
-  compactionsWithPins = 0;
-  lastPinsCarried = 0;
-  archiveDeferred = 0;
-  overflowRecovered = 0;
   tokensKeptOut = 0;
-  passthroughUnparsed = 0;
-  passthroughStateful = 0;
   /** Forwarded on the size proof alone, never parsed (ADR 0013). */
   passthroughBySize = 0;
-  /** Background pre-compaction (issue 14): summaries stored, reused by a client request, failed, running now. */
-  readonly precompact = { done: 0, used: 0, failed: 0, running: 0 };
+  /** Background pre-compactions running now (issue 14); the outcomes are guardian_precompact_total. */
+  precompactRunning = 0;
   /** Compacted client requests that waited on a summariser call, and for how long in all. */
   summaryWaits = 0;
   summaryWaitSeconds = 0;
   /** The summariser's circuit breaker per model (compaction/summary-breaker.ts): newest 16. */
   readonly summariserCircuits = new Map<string, { failures: number; opened: number; openUntil: number }>();
-  readonly failOpen: Record<FailOpenStage, number> = {
-    parse: 0,
-    count: 0,
-    window: 0,
-    plan: 0,
-    memo: 0,
-    summarise: 0,
-    archive: 0,
-    rebuild: 0,
-    recovery: 0,
-    internal: 0,
-  };
   upstreamStatus: 'ok' | 'down' | 'unknown' = 'unknown';
-  /** Set by the seal monitor (observability/seal-monitor.ts): `unknown` until the first archive verify ends. */
+  /** Set by the seal monitor (archive-verifier/seal-monitor.ts): `unknown` until the first archive verify ends. */
   sealStatus: 'ok' | 'broken' | 'unknown' = 'unknown';
   sealCheckedAt: string | null = null;
 

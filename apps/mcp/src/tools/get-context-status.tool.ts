@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ledgerDir } from '../cc-ledger';
 import { contextStatus, type ContextStatus } from '../transcript-fullness';
 import { LOCAL_READ, textResult, type ToolContext } from '../tool-kit';
+import { RECALL_TOOLS } from '@guardian/compaction';
 
 const ContextOutput = z.object({
   state: z
@@ -32,7 +33,7 @@ const ContextOutput = z.object({
 /** get_context_status: Claude Code's window fullness estimated from its transcript; never errors (seed). */
 export function registerGetContextStatus(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'get_context_status',
+    RECALL_TOOLS.getContextStatus,
     {
       title: 'Context fullness',
       description:

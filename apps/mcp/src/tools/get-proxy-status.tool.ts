@@ -1,12 +1,12 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 
-import { fetchProxyStats } from '../proxy-client';
+import { GuardianClientError } from '@guardian/client';
+import { RECALL_TOOLS } from '@guardian/compaction';
+
 import { guarded, textResult, type ToolContext } from '../tool-kit';
 
-const TIMEOUT_MS = 3000;
-
-// The fields the seed documents; the sidecar sends more (CONTRACTS §5), so the object stays open.
+// The fields the seed documents; the sidecar sends more (ARCHITECTURE.md#http-surface), so the object stays open.
 const StatsOutput = z.looseObject({
   version: z.string().optional().describe('Version.'),
   upstream: z.string().optional().describe('URL.'),
@@ -21,7 +21,7 @@ const StatsOutput = z.looseObject({
 /** get_proxy_status: the running sidecar's /guardian/stats, as text and structured output (seed). */
 export function registerGetProxyStatus(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'get_proxy_status',
+    RECALL_TOOLS.getProxyStatus,
     {
       title: 'Proxy status',
       description:
@@ -31,13 +31,24 @@ export function registerGetProxyStatus(server: McpServer, ctx: ToolContext): voi
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
     () =>
-      guarded(ctx, 'get_proxy_status', async () => {
-        const stats = await fetchProxyStats({
-          baseUrl: ctx.config.proxyUrl,
-          token: ctx.config.token,
-          timeoutMs: TIMEOUT_MS,
+      guarded(ctx, RECALL_TOOLS.getProxyStatus, async () => {
+        const stats = await ctx.client.stats().catch((err: unknown) => {
+          throw explained(err, ctx.config.proxyUrl);
         });
-        return textResult(JSON.stringify(stats, null, 2), stats);
+        return textResult(JSON.stringify(stats, null, 2), { ...stats });
       }),
   );
+}
+
+/** The client's error in words a model can act on: where no proxy listens, or that a token is missing. */
+function explained(err: unknown, url: string): unknown {
+  if (!(err instanceof GuardianClientError)) return err;
+  if (err.code === 'SIDECAR_UNREACHABLE')
+    return new GuardianClientError(
+      err.code,
+      `no proxy at ${url} (${err.message}; start it with context-guardian, or set GUARDIAN_URL / GUARDIAN_PORT)`,
+    );
+  if (err.status === 401 || err.status === 403)
+    return new GuardianClientError(err.code, `proxy answered ${err.status}: set GUARDIAN_TOKEN`, err.status);
+  return err;
 }

@@ -1,17 +1,18 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 
-import { assertRunId, verifyArchive, type RunVerdict } from '@guardian/archive';
+import { assertRunId, sealAll, type RunVerdict } from '@guardian/archive';
 
 import { LOCAL_READ, guarded, runIdSchema, textResult, unlessNoArchive, type ToolContext } from '../tool-kit';
+import { RECALL_TOOLS } from '@guardian/compaction';
 
 /** get_seal_status: the --verify check, one line per run (seed tool reference). */
 export function registerGetSealStatus(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'get_seal_status',
+    RECALL_TOOLS.getSealStatus,
     {
       title: 'Verify seals',
       description:
-        'Verify archive hash chains. Use list_spans for run ids, no network. ' +
+        'Verify archive hash chains. Use list_spans for run ids. ' +
         'Returns <run> OK or <run> BREAK <kind> per run.',
       inputSchema: {
         run: runIdSchema('Run, e.g. 20261015-120000. Omit for every run.').optional(),
@@ -19,11 +20,9 @@ export function registerGetSealStatus(server: McpServer, ctx: ToolContext): void
       annotations: LOCAL_READ,
     },
     ({ run }) =>
-      guarded(ctx, 'get_seal_status', () =>
+      guarded(ctx, RECALL_TOOLS.getSealStatus, () =>
         unlessNoArchive(async () => {
-          const { ok, runs } = await verifyArchive({
-            spanDir: ctx.config.paths.spanDir,
-            anchorDir: ctx.config.paths.anchorDir,
+          const { ok, runs } = await sealAll(ctx.archive, {
             run: run === undefined ? undefined : assertRunId(run),
           });
           if (runs.length === 0) return textResult('no runs');

@@ -1,18 +1,19 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 
-import { assertRunId, listRuns, listSpans } from '@guardian/archive';
+import { allRuns, allSpans, assertRunId } from '@guardian/archive';
 
 import { LOCAL_READ, guarded, runIdSchema, textResult, unlessNoArchive, type ToolContext } from '../tool-kit';
+import { RECALL_TOOLS } from '@guardian/compaction';
 
 /** list_spans: runs with their span counts, or one run's span files (seed tool reference). */
 export function registerListSpans(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
-    'list_spans',
+    RECALL_TOOLS.listSpans,
     {
       title: 'List spans',
       description:
-        'Browse spans. Use search_spans for known text, read_span to open one. Local files, no network. ' +
+        'Browse spans. Use search_spans for known text, read_span to open one. ' +
         'Returns <run>: <n> spans, or a line per span given run.',
       inputSchema: {
         run: runIdSchema('Run, e.g. 20261015-120000. Omit to list runs.').optional(),
@@ -21,11 +22,10 @@ export function registerListSpans(server: McpServer, ctx: ToolContext): void {
       annotations: LOCAL_READ,
     },
     ({ run, max }) =>
-      guarded(ctx, 'list_spans', () =>
+      guarded(ctx, RECALL_TOOLS.listSpans, () =>
         unlessNoArchive(async () => {
-          const spanDir = ctx.config.paths.spanDir;
           if (run === undefined) {
-            const runs = await listRuns({ spanDir });
+            const runs = await allRuns(ctx.archive);
             if (runs.length === 0) return textResult('no runs');
             const lines = runs.slice(0, max).map((r) => {
               const journal = r.journal_segments > 0 ? `, ${r.journal_segments} journal segment(s)` : '';
@@ -33,7 +33,7 @@ export function registerListSpans(server: McpServer, ctx: ToolContext): void {
             });
             return textResult(withMore(lines, runs.length - max));
           }
-          const spans = await listSpans({ spanDir, run: assertRunId(run) });
+          const spans = await allSpans(ctx.archive, assertRunId(run));
           if (spans.length === 0) return textResult(`${run}: no spans`);
           // Newest spans first: the recent end of a run is what a model usually wants.
           const lines = [...spans]

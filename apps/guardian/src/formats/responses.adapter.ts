@@ -90,7 +90,7 @@ function readItem(item: Json): ItemRead | undefined {
  * refers to history guardian never saw, so it passes through. function_call pairs with function_call_output by
  * `call_id`; reasoning items are assistant-side and so never start a kept tail. Summary placement: a `developer`
  * message item right after the client's leading instruction items (at the start of `input` when there are none);
- * `instructions` untouched (CONTRACTS §3).
+ * `instructions` untouched (ARCHITECTURE.md#compaction).
  */
 export const responsesAdapter: FormatAdapter = {
   route: 'responses',
@@ -136,7 +136,7 @@ export const responsesAdapter: FormatAdapter = {
     if (plan.summaryBlock !== undefined) {
       // After the client's leading instruction items (Codex sends its instructions as developer items, ~19 KB): the
       // block's "instructions above" is then true, and the start of the request stays the same on every turn, which
-      // keeps the backend's prefix cache warm (CONTRACTS §3, summary placement and prefix stability).
+      // keeps the backend's prefix cache warm (ARCHITECTURE.md#compaction, summary placement and prefix stability).
       let at = 0;
       while (at < plan.keep.length && plan.keep[at] === at && conv.messages[at]?.role === 'system') at++;
       input.splice(at, 0, {

@@ -119,7 +119,7 @@ const COUNT_FIELDS = [
 /**
  * Anthropic `/v1/messages`. `role: "system"` items in the middle of `messages` (Claude Code's mid-conversation system
  * beta) are kept in order; a tool_use and its tool_result are never split (pairing by id); thinking blocks stay in
- * their message. Summary placement: a text block appended to top-level `system` (CONTRACTS §3).
+ * their message. Summary placement: a text block appended to top-level `system` (ARCHITECTURE.md#compaction).
  */
 export const anthropicAdapter: FormatAdapter = {
   route: 'messages',
@@ -180,8 +180,9 @@ export const anthropicAdapter: FormatAdapter = {
     });
     const out: Json = { ...conv.json, messages };
     if (plan.summaryBlock !== undefined) {
-      // `messages` must start with a user turn (CONTRACTS §3): a mid-conversation system item that eviction left at
-      // the front (Claude Code sends one right after the first user message) joins the top-level system text.
+      // `messages` must start with a user turn (ARCHITECTURE.md#compaction): a mid-conversation system item that
+      // eviction left at the front (Claude Code sends one right after the first user message) joins the top-level
+      // system text.
       let lead = 0;
       if (plan.keep[0] !== 0)
         while (lead < plan.keep.length && conv.messages[plan.keep[lead]!]?.role === 'system') lead++;

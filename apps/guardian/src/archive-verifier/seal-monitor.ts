@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
-  isArchiveError,
+  ArchiveError,
   verifyArchive,
   verifyIncrement,
   verifyRun,
@@ -13,7 +13,7 @@ import {
 import type { GuardianMetrics } from '@guardian/telemetry';
 
 import type { GuardianState } from '../state/guardian-state';
-import type { GuardianLogger } from './guardian-logger';
+import type { GuardianLogger } from '../observability/guardian-logger';
 
 export interface SealMonitorOptions {
   spanDir: string;
@@ -43,8 +43,8 @@ function sameBreak(a: ChainBreak | null, b: ChainBreak | null): boolean {
 /**
  * Keeps `seal_status` and `guardian_archive_seal_ok` honest, always off the request path (docs/adr/0120):
  * - at boot and every `intervalMs`, the whole archive is verified (every replica's runs: the volume is shared,
- *   CONTRACTS §4); a break it finds counts only if the same break is there again `settleMs` later, because another
- *   replica may have been between a span's rename and its chain line;
+ *   ARCHITECTURE.md#files); a break it finds counts only if the same break is there again `settleMs` later,
+ *   because another replica may have been between a span's rename and its chain line;
  * - every `settleMs`, the chain lines this process sealed since the last look are verified, and only those
  *   (`verifyIncrement` up to the head the writer reported): never a span still being written, never a run without
  *   news. It used to re-verify every run of the process after each compaction, queueing checks without bound
@@ -123,7 +123,7 @@ export class SealMonitor {
 
   private cannotRun(err: unknown): void {
     // Stopped mid-check at shutdown: nothing to report.
-    if (isArchiveError(err, 'ARCHIVE_ABORTED') || this.stopped) return;
+    if (ArchiveError.is(err, 'ARCHIVE_ABORTED') || this.stopped) return;
     // The verify could not read the archive (permissions, a volume gone): the status stays as last known and the
     // request path is unaffected; the next period tries again.
     this.opts.logger.warn(
@@ -144,7 +144,7 @@ export class SealMonitor {
         verdict = await verifyIncrement({ spanDir, from: this.cursors.get(head.run), to: head });
       } catch (err) {
         // The run's folder vanished (deleted, pruned): its writer moves on to a new run (issue 12 defect 2).
-        if (isArchiveError(err, 'ARCHIVE_NOT_FOUND')) {
+        if (ArchiveError.is(err, 'ARCHIVE_NOT_FOUND')) {
           this.cursors.delete(head.run);
           continue;
         }
@@ -174,7 +174,7 @@ export class SealMonitor {
       runs = (await verifyArchive({ spanDir, anchorDir, signal })).runs;
     } catch (err) {
       // No span folder yet: nothing has been archived, so nothing can be broken.
-      if (!isArchiveError(err, 'ARCHIVE_NOT_FOUND')) throw err;
+      if (!ArchiveError.is(err, 'ARCHIVE_NOT_FOUND')) throw err;
       runs = [];
     }
     let breaks = runs.filter((v) => v.status === 'break');

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 
-/**
- * Every GUARDIAN_* variable the sidecar reads, with its default and unit (CONTRACTS §7).
- * The README's configuration table lists the same names; test/docs/config-table.spec.ts checks both ways.
- */
+// Every GUARDIAN_* variable the sidecar reads, with its default and unit (ARCHITECTURE.md#configuration). The CLIs and
+// the MCP server read the variables they share with the sidecar through this same schema (tool-env.ts), so each
+// default is declared here once. The README's configuration table lists the same names; test/docs/config-table.spec.ts
+// checks both ways.
+
 const flag = (fallback: '0' | '1') =>
   z
     .enum(['0', '1', 'true', 'false', 'yes', 'no', 'on', 'off'], {
@@ -32,10 +33,18 @@ const optionalText = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
+/** Where the sidecar listens, and where every tool looks for it, when GUARDIAN_PORT is unset. */
+export const DEFAULT_PORT = 8786;
+
+/** The log levels GUARDIAN_LOG_LEVEL takes (pino's). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The sidecar's environment: every variable, its validation and its default. */
 export const envSchema = z.object({
   GUARDIAN_UPSTREAM_URL: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8000/v1'),
   GUARDIAN_HOST: z.string().min(1).default('127.0.0.1'),
-  GUARDIAN_PORT: int(8786).pipe(z.number().max(65535)),
+  GUARDIAN_PORT: int(DEFAULT_PORT).pipe(z.number().max(65535)),
   GUARDIAN_NUM_CTX: optionalInt(256),
   GUARDIAN_COMPACT_THRESHOLD: fraction(0.85),
   GUARDIAN_RESERVE_OUTPUT: int(8192),
@@ -87,7 +96,7 @@ export const envSchema = z.object({
   GUARDIAN_TOKEN_REQUIRED: flag('0'),
   GUARDIAN_SESSION_HEADER_REQUIRED: flag('0'),
   GUARDIAN_ALLOWED_HOSTS: optionalText,
-  GUARDIAN_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  GUARDIAN_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalText,
 });
 

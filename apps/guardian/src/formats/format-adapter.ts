@@ -1,7 +1,7 @@
 import { canonicalDigest, type NeutralMessage, type SummaryPrompt } from '@guardian/compaction';
 
-import type { OwnedRoute } from '../../http/api-style';
 import type { Range } from './json-outline';
+import type { OwnedRoute } from './owned-route';
 
 export type Json = Record<string, unknown>;
 

@@ -14,7 +14,10 @@ import {
 const CHAT_PARTS = { text: ['text'], image: ['image_url', 'input_image'] } as const;
 const readContent = (content: unknown) => readParts(content, CHAT_PARTS);
 
-/** OpenAI `/v1/chat/completions`. Summary placement: appended to the first system message (CONTRACTS §3). */
+/**
+ * OpenAI `/v1/chat/completions`. Summary placement: appended to the first system message
+ * (ARCHITECTURE.md#compaction).
+ */
 export const chatAdapter: FormatAdapter = {
   route: 'chat',
 

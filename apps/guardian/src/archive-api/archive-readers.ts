@@ -1,0 +1,37 @@
+import { Injectable } from '@nestjs/common';
+
+import { LocalArchive, Receipts } from '@guardian/archive';
+
+import type { Viewer } from '../access/access-policy';
+import { GuardianConfig } from '../config/guardian-config';
+import { Observability } from '../observability/observability';
+import { LIMITS } from './archive-query';
+
+/**
+ * Opens the span volume for one caller: the library's own {@link LocalArchive}, scoped to the caller's owner (the admin
+ * and an open sidecar see every run), bounded in search time, and leaving the same counts-only receipts a local
+ * recall leaves, with the owner on them.
+ */
+@Injectable()
+export class ArchiveReaders {
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly receipts: Receipts,
+    private readonly obs: Observability,
+  ) {}
+
+  forViewer(viewer: Viewer): LocalArchive {
+    const paths = this.config.paths;
+    return new LocalArchive({
+      spanDir: paths.spanDir,
+      anchorDir: paths.anchorDir,
+      logDir: paths.logDir,
+      receiptsDir: paths.receiptsDir,
+      scope: viewer.kind === 'owner' ? { ownerHash: viewer.ownerHash } : undefined,
+      sessionOwner: viewer.kind === 'owner' ? viewer.owner : undefined,
+      receipts: this.receipts,
+      searchTimeoutMs: LIMITS.searchMs,
+      onReceiptError: (err) => this.obs.failOpen('archive', 'receipt_write', { route: 'other', err }),
+    });
+  }
+}

@@ -1,0 +1,131 @@
+import type { GuardianEnv } from '@guardian/config';
+
+// The typed sections of the sidecar's configuration (ARCHITECTURE.md#configuration), built once from the parsed
+// environment. A service keeps the section it needs and reads no GUARDIAN_* name itself, so a variable's meaning is
+// decided here, in one place.
+
+/** Window, budget, counting and what a rebuilt request may carry. */
+export interface CompactionSection {
+  /** GUARDIAN_NUM_CTX: the fixed window, or undefined to detect it per model. */
+  window: number | undefined;
+  threshold: number;
+  reserveOutput: number;
+  keepRecent: { fraction: number; messages: number | undefined };
+  charsPerToken: number;
+  countTools: boolean;
+  calibrate: boolean;
+  tokenizeTimeoutMs: number;
+  pinMaxChars: number;
+  ledgerMaxChars: number;
+  dryRun: boolean;
+  /** Sessions (and their calibration, runs, capture journals) kept in memory. */
+  maxSessions: number;
+}
+
+/** Summariser calls, the summary memo and background pre-compaction. */
+export interface SummariserSection {
+  timeoutMs: number;
+  minSummaryChars: number;
+  minTranscriptChars: number;
+  toolArgChars: number;
+  reasoningEffort: string | undefined;
+  /** GUARDIAN_SUMMARY_MEMO: summaries are memoized and reused. */
+  memo: boolean;
+  precompact: { threshold: number; concurrency: number };
+}
+
+/** Where the memo lives when it is shared (Redis), and how long a replica waits on another's summary. */
+export interface MemoSection {
+  redisUrl: string | undefined;
+  redisPrefix: string;
+  ttlSeconds: number;
+  redisTimeoutMs: number;
+  lockWaitMs: number;
+}
+
+/** The archive the sidecar writes. Folders are in GuardianConfig.paths. */
+export interface ArchiveSection {
+  keepSpans: number;
+  capture: 'off' | 'journal';
+}
+
+/** The listening edge and the upstream connection. */
+export interface ProxySection {
+  host: string;
+  port: number;
+  maxBodyBytes: number;
+  upstreamTimeoutSeconds: number;
+  connectTimeoutSeconds: number;
+  sessionHeaderRequired: boolean;
+}
+
+/** Tokens for guardian's own endpoints (ARCHITECTURE.md#access). */
+export interface AccessSection {
+  adminToken: string | undefined;
+  tokensFile: string | undefined;
+  tokenRequired: boolean;
+}
+
+export interface ConfigSections {
+  compaction: CompactionSection;
+  summariser: SummariserSection;
+  memo: MemoSection;
+  archive: ArchiveSection;
+  proxy: ProxySection;
+  access: AccessSection;
+}
+
+export function sectionsOf(env: GuardianEnv): ConfigSections {
+  return {
+    compaction: {
+      window: env.GUARDIAN_NUM_CTX,
+      threshold: env.GUARDIAN_COMPACT_THRESHOLD,
+      reserveOutput: env.GUARDIAN_RESERVE_OUTPUT,
+      keepRecent: {
+        fraction: env.GUARDIAN_KEEP_RECENT_FRACTION,
+        messages: env.GUARDIAN_KEEP_RECENT_MESSAGES,
+      },
+      charsPerToken: env.GUARDIAN_CHARS_PER_TOKEN,
+      countTools: env.GUARDIAN_COUNT_TOOLS,
+      calibrate: env.GUARDIAN_CALIBRATE,
+      tokenizeTimeoutMs: env.GUARDIAN_TOKENIZE_TIMEOUT_MS,
+      pinMaxChars: env.GUARDIAN_PIN_MAX_CHARS,
+      ledgerMaxChars: env.GUARDIAN_LEDGER_MAX_CHARS,
+      dryRun: env.GUARDIAN_DRY_RUN,
+      maxSessions: env.GUARDIAN_MAX_SESSIONS,
+    },
+    summariser: {
+      timeoutMs: env.GUARDIAN_SUMMARY_TIMEOUT_MS,
+      minSummaryChars: env.GUARDIAN_MIN_SUMMARY_CHARS,
+      minTranscriptChars: env.GUARDIAN_MIN_TRANSCRIPT_CHARS,
+      toolArgChars: env.GUARDIAN_TOOL_ARG_CHARS,
+      reasoningEffort: env.GUARDIAN_SUMMARY_REASONING_EFFORT,
+      memo: env.GUARDIAN_SUMMARY_MEMO,
+      precompact: {
+        threshold: env.GUARDIAN_PRECOMPACT_THRESHOLD,
+        concurrency: env.GUARDIAN_PRECOMPACT_CONCURRENCY,
+      },
+    },
+    memo: {
+      redisUrl: env.GUARDIAN_REDIS_URL,
+      redisPrefix: env.GUARDIAN_REDIS_PREFIX,
+      ttlSeconds: env.GUARDIAN_MEMO_TTL,
+      redisTimeoutMs: env.GUARDIAN_REDIS_TIMEOUT_MS,
+      lockWaitMs: env.GUARDIAN_MEMO_LOCK_WAIT_MS,
+    },
+    archive: { keepSpans: env.GUARDIAN_KEEP_SPANS, capture: env.GUARDIAN_CAPTURE },
+    proxy: {
+      host: env.GUARDIAN_HOST,
+      port: env.GUARDIAN_PORT,
+      maxBodyBytes: env.GUARDIAN_MAX_BODY_BYTES,
+      upstreamTimeoutSeconds: env.GUARDIAN_UPSTREAM_TIMEOUT,
+      connectTimeoutSeconds: env.GUARDIAN_UPSTREAM_CONNECT_TIMEOUT,
+      sessionHeaderRequired: env.GUARDIAN_SESSION_HEADER_REQUIRED,
+    },
+    access: {
+      adminToken: env.GUARDIAN_ADMIN_TOKEN,
+      tokensFile: env.GUARDIAN_TOKENS_FILE,
+      tokenRequired: env.GUARDIAN_TOKEN_REQUIRED,
+    },
+  };
+}

@@ -1,0 +1,138 @@
+import type {
+  ChainHead,
+  DigestList,
+  ReadSpanResult,
+  ReceiptsSummary,
+  RunsPage,
+  SavingsSummary,
+  SealReport,
+  SearchResult,
+  SpansPage,
+} from '@guardian/archive';
+
+/**
+ * The bodies guardian's own endpoints answer (ARCHITECTURE.md#http-surface, docs/team.md), one type each. The sidecar's controllers
+ * declare them as their return types and the tools read them through {@link GuardianClient}, so a field renamed on
+ * one side does not compile on the other.
+ */
+
+/** `GET /readyz`. */
+export interface ReadyAnswer {
+  status: 'ready';
+  version: string;
+  span_volume: 'writable' | 'full' | 'read-only' | 'missing';
+  memo_store: 'memory' | 'redis';
+  redis: string;
+  upstream: 'ok' | 'down' | 'unknown';
+}
+
+/** `GET /guardian/usage[?session=][&owner=]`: the session's latest main request (ADR 0010). */
+export interface UsageAnswer {
+  window: number;
+  used_after_compaction: number;
+  pct: number;
+  count_source: string;
+  model: string | null;
+  last_compaction_at: string | null;
+}
+
+/** One row of the dashboard's window-fill table. */
+export interface StatsSession {
+  /** First 8 hex of the session hash. */
+  session: string;
+  model: string;
+  window: number;
+  used: number;
+  pct: number;
+  count_source: string;
+  at: string;
+}
+
+/** `GET /guardian/stats`: counters and settings, no message text. */
+export interface StatsAnswer {
+  version: string;
+  upstream: string;
+  replica: string;
+  started_at: string;
+  num_ctx: number | null;
+  window_source: string;
+  windows: Record<string, { window: number; source: string }>;
+  effective_input_budget: number | null;
+  compactions_performed: number;
+  summaries_reused: number;
+  summaries_chunked: number;
+  summary_retries: number;
+  summary_checkpoints: number;
+  summariser_calls: number;
+  precompact: { done: number; used: number; failed: number; running: number; wasted: number };
+  summary_waits: number;
+  summariser_circuits: Record<
+    string,
+    { state: 'closed' | 'open' | 'half_open'; failures: number; retry_at: string | null }
+  >;
+  summary_wait_seconds: number;
+  oversized_spills: number;
+  compactions_with_pins: number;
+  last_pins_carried: number;
+  fail_open: Record<string, number>;
+  archive_deferred: number;
+  overflow_recovered: number;
+  tokens_kept_out: number;
+  dry_run: boolean;
+  keep_recent: { messages: number } | { fraction: number };
+  memo_store: string;
+  upstream_status: 'ok' | 'down' | 'unknown';
+  /** Team mode: whose sessions `sessions` lists (a developer's own), null for everyone's. */
+  sessions_of: string | null;
+  seal_status: 'ok' | 'broken' | 'unknown';
+  seal_checked_at: string | null;
+  sessions: StatsSession[];
+}
+
+/** `GET /guardian/archive/runs`. */
+export type RunsAnswer = RunsPage;
+/** `GET /guardian/archive/runs/:run/spans`. */
+export type SpansAnswer = SpansPage;
+/** `GET /guardian/archive/runs/:run/spans/:span` (span 0: the run's capture journal). */
+export type ReadAnswer = ReadSpanResult;
+/** `GET /guardian/archive/digests`. */
+export type DigestsAnswer = DigestList;
+/** `GET /guardian/archive/search`; `complete: false` when the search stopped at its time limit. */
+export type SearchAnswer = SearchResult;
+/** `GET /guardian/archive/seal`. */
+export type SealAnswer = SealReport;
+/** `GET /guardian/archive/heads`. */
+export interface HeadsAnswer {
+  heads: ChainHead[];
+}
+/** `GET /guardian/archive/receipts?since=`. */
+export type ReceiptsAnswer = ReceiptsSummary;
+/** `GET /guardian/archive/savings?since=`. */
+export type SavingsAnswer = SavingsSummary;
+
+/** `POST /guardian/capture`: transcript lines of a Claude Code session, as the hook archives them. */
+export interface CaptureRequest {
+  /** sha256 hex of Claude Code's session id (the hook's own session hash). */
+  session_hash: string;
+  /** Transcript byte offset of the first line: where the capture resumes. */
+  offset: number;
+  model: string;
+  /** The lines, each parsed JSON when it round-trips byte for byte, else its text (libs/archive capture-runs). */
+  lines: unknown[];
+}
+
+/**
+ * What the sidecar did with a capture. `accepted: false` wrote nothing: the archive ends at `archived_end`, not at the
+ * offset sent, and the hook resends from there.
+ */
+export interface CaptureAnswer {
+  accepted: boolean;
+  run: string | null;
+  span: number | null;
+  archived_end: number;
+}
+
+/** Every refusal guardian answers on its own endpoints (OpenAI-shaped, with a stable code). */
+export interface ErrorAnswer {
+  error: { message: string; type: string; code: string };
+}

@@ -1,0 +1,1 @@
+export { CodedError, codeOf } from './coded-error';

@@ -1,0 +1,183 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+
+import { ownerHash } from '@guardian/archive';
+
+import { chatAs, startTeamStack, TOKENS, type TeamStack } from './support';
+
+// Issue 15 item 1 (ARCHITECTURE.md#sessions, #access): a token names the owner of a request; with GUARDIAN_TOKEN_REQUIRED=1 a proxied
+// request needs one; the session becomes `<owner>/<X-Guardian-Session>`, so one header value under two tokens is two
+// sessions that share no summary, usage or run; and the token itself goes nowhere.
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await filesUnder(p)));
+    else out.push(p);
+  }
+  return out;
+}
+
+describe('team mode on the proxied routes (GUARDIAN_TOKEN_REQUIRED=1)', () => {
+  let stack: TeamStack;
+  beforeAll(async () => {
+    stack = await startTeamStack({ GUARDIAN_TOKEN_REQUIRED: '1' });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('answers a request without a token 401 in the route’s own error shape, a wrong token 403, and forwards neither', async () => {
+    stack.stub.reset();
+    const openai = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-upstream', maxRetries: 0 });
+    const chat = await openai.chat.completions
+      .create({ model: 'stub-model', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(chat).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((chat as InstanceType<typeof OpenAI.APIError>).code).toBe('GUARDIAN_TOKEN_REQUIRED');
+    expect((chat as Error).message).toContain('X-Guardian-Token required');
+
+    const responses = await openai.responses
+      .create({ model: 'stub-model', input: 'hi' })
+      .catch((e: unknown) => e);
+    expect(responses).toBeInstanceOf(OpenAI.AuthenticationError);
+
+    const anthropic = new Anthropic({ baseURL: stack.guardian.url, apiKey: 'sk-ant', maxRetries: 0 });
+    const messages = await anthropic.messages
+      .create({ model: 'stub-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(messages).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect((messages as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      type: 'error',
+      error: { type: 'authentication_error', code: 'GUARDIAN_TOKEN_REQUIRED' },
+    });
+
+    const wrong = new OpenAI({
+      baseURL: stack.baseURL,
+      apiKey: 'sk-upstream',
+      maxRetries: 0,
+      defaultHeaders: { 'X-Guardian-Token': `${TOKENS.alice}x` },
+    });
+    const refused = await wrong.models.list().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).code).toBe('GUARDIAN_TOKEN_INVALID');
+
+    // Every path is proxied, so every path is guarded: /v1/models too.
+    const models = await fetch(`${stack.baseURL}/models`);
+    expect([models.status, ((await models.json()) as any).error.code]).toEqual([
+      401,
+      'GUARDIAN_TOKEN_REQUIRED',
+    ]);
+    expect(stack.stub.requests).toEqual([]);
+    // Except a HEAD, the connectivity probe clients send without their custom headers (Claude Code's HEAD /).
+    const probe = await fetch(`${stack.guardian.url}/`, { method: 'HEAD' });
+    expect(probe.status).not.toBe(401);
+    expect(stack.stub.requests.map((r) => r.method)).toEqual(['HEAD']);
+    stack.stub.reset();
+
+    const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
+    expect(metrics).toMatch(/^guardian_access_refusals_total\{reason="token_required"\} [4-9]$/m);
+    expect(metrics).toMatch(/^guardian_access_refusals_total\{reason="token_invalid"\} [1-9]$/m);
+
+    const through = new OpenAI({
+      baseURL: stack.baseURL,
+      apiKey: 'sk-upstream',
+      maxRetries: 0,
+      defaultHeaders: { 'X-Guardian-Token': TOKENS.bob },
+    });
+    await expect(through.models.list()).resolves.toBeDefined();
+  });
+
+  it('keeps one X-Guardian-Session value apart per owner: no shared summary, usage or run', async () => {
+    stack.stub.reset();
+    const summaries = () => stack.stub.requests.filter((r) => r.isSummary).length;
+    // The same conversation under the same header value, from two developers.
+    expect((await chatAs(stack, 'alice', { session: 'laptop', tag: 'shared' })).status).toBe(200);
+    const afterAlice = summaries();
+    expect(afterAlice).toBeGreaterThan(0);
+    expect((await chatAs(stack, 'bob', { session: 'laptop', tag: 'shared' })).status).toBe(200);
+    // Bob's turn could not reuse alice's summary (the memo is keyed by owner and session): his stretch was summarised.
+    expect(summaries()).toBe(2 * afterAlice);
+    // Alice again: her own memo answers, no summariser call.
+    expect((await chatAs(stack, 'alice', { session: 'laptop', tag: 'shared' })).status).toBe(200);
+    expect(summaries()).toBe(2 * afterAlice);
+
+    const runs = await readdir(join(stack.dataDir, 'spans'));
+    const owners = await Promise.all(
+      runs.map(
+        async (r) =>
+          JSON.parse(await readFile(join(stack.dataDir, 'spans', r, 'run.json'), 'utf8')).owner_hash,
+      ),
+    );
+    expect(owners.sort()).toEqual([ownerHash('alice'), ownerHash('bob')].sort());
+    const [logFile] = await readdir(join(stack.dataDir, 'log'));
+    const lines = (await readFile(join(stack.dataDir, 'log', logFile!), 'utf8')).trim().split('\n');
+    expect(new Set(lines.map((l) => JSON.parse(l).owner_hash))).toEqual(
+      new Set([ownerHash('alice'), ownerHash('bob')]),
+    );
+
+    // Each developer's usage is their own; the admin names the owner to look one up.
+    const alice = await stack.get('/guardian/usage?session=laptop', 'alice');
+    const bob = await stack.get('/guardian/usage?session=laptop', 'bob');
+    expect([alice.status, bob.status]).toEqual([200, 200]);
+    expect((await stack.get('/guardian/usage', 'alice')).body).toEqual(alice.body);
+    expect((await stack.get('/guardian/usage?session=laptop&owner=bob', 'admin')).body).toEqual(bob.body);
+    expect((await stack.get('/guardian/usage?session=laptop', 'admin')).status).toBe(404);
+    // A developer cannot reach another's usage by naming them.
+    expect((await stack.get('/guardian/usage?session=laptop&owner=bob', 'alice')).status).toBe(400);
+  });
+
+  it('forwards, logs and stores the token nowhere', async () => {
+    for (const who of ['alice', 'bob'] as const)
+      await chatAs(stack, who, { session: 'leak', tag: `leak-${who}` });
+    const forwarded = stack.stub.requests.map((r) => JSON.stringify(r.headers) + r.body.toString('utf8'));
+    expect(forwarded.length).toBeGreaterThan(0);
+    expect(stack.stub.requests.some((r) => r.isSummary)).toBe(true);
+    for (const seen of forwarded) expect(seen).not.toMatch(/x-guardian-token/i);
+    const endpoints = await Promise.all(
+      ['/guardian/stats', '/guardian/events', '/metrics', '/readyz'].map(
+        async (p) => (await stack.get(p, 'admin')).text,
+      ),
+    );
+    const files = await filesUnder(stack.dataDir);
+    const stored = await Promise.all(files.map((f) => readFile(f, 'utf8')));
+    expect(stored.length).toBeGreaterThan(3);
+    const everything = [...forwarded, stack.logs(), ...endpoints, ...stored].join('\n');
+    for (const [who, token] of Object.entries(TOKENS))
+      expect([who, everything.includes(token)]).toEqual([who, false]);
+    // The upstream's own credential did go upstream: that is where it belongs.
+    expect(stack.stub.requests.some((r) => r.headers.authorization === 'Bearer sk-upstream-key')).toBe(true);
+  });
+});
+
+describe('team mode without GUARDIAN_TOKEN_REQUIRED', () => {
+  let stack: TeamStack;
+  beforeAll(async () => {
+    stack = await startTeamStack();
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('serves a request without a token as before, but a header spelled like an owned session reaches no owner', async () => {
+    stack.stub.reset();
+    const summaries = () => stack.stub.requests.filter((r) => r.isSummary).length;
+    expect((await chatAs(stack, 'alice', { session: 'laptop', tag: 'poison' })).status).toBe(200);
+    const afterAlice = summaries();
+    // No token, and the header names alice's session the way it is shown (`<owner>/<session>`): a session of its own.
+    expect((await chatAs(stack, undefined, { session: 'alice/laptop', tag: 'poison' })).status).toBe(200);
+    expect(summaries()).toBe(2 * afterAlice);
+    expect((await stack.get('/guardian/usage?session=laptop', 'alice')).status).toBe(200);
+    // A wrong token is refused even here: the developer learns it now, not when their sessions go missing.
+    const wrong = await fetch(`${stack.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-guardian-token': 'tok-nobody-000000000000' },
+      body: JSON.stringify({ model: 'stub-model', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect([wrong.status, ((await wrong.json()) as any).error.code]).toEqual([403, 'GUARDIAN_TOKEN_INVALID']);
+  });
+});
