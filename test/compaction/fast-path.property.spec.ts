@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 
 import { Calibration, requestChars, tokensForChars, worstTokensForBytes } from '@guardian/compaction';
+import { ownerHash } from '@guardian/archive';
 import { UpstreamClient } from '@guardian/upstream';
 
 import { GuardianConfig } from '../../apps/guardian/src/config/guardian-config';
@@ -49,7 +50,11 @@ function fastPath(): FastPath {
   );
 }
 
-function input(route: OwnedRoute, body: Buffer, header?: string): PrepareInput {
+/** Team mode's owner, for half the runs: the session is scoped to it on both paths. */
+type Owner = { owner: string; ownerHash: string } | undefined;
+const ALICE: Owner = { owner: 'alice', ownerHash: ownerHash('alice') };
+
+function input(route: OwnedRoute, body: Buffer, header?: string, owner?: Owner): PrepareInput {
   return {
     route,
     url: '/v1/x',
@@ -57,13 +62,14 @@ function input(route: OwnedRoute, body: Buffer, header?: string): PrepareInput {
     upstreamHeaders: {},
     body,
     sessionHeader: readSessionHeader(header === undefined ? undefined : [header]),
+    ...(owner ? { owner } : {}),
     signal: new AbortController().signal,
     reqId: 'test',
   };
 }
 
 /** What the full path makes of the same bytes, when it understands them. */
-function fullPath(route: OwnedRoute, body: Buffer, header?: string) {
+function fullPath(route: OwnedRoute, body: Buffer, header?: string, owner?: Owner) {
   let json: unknown;
   try {
     json = JSON.parse(body.toString('utf8'));
@@ -72,22 +78,27 @@ function fullPath(route: OwnedRoute, body: Buffer, header?: string) {
   }
   const conv = ADAPTERS[route].parse(json, { countTools: true });
   if (!conv) return undefined;
-  const session = sessionOfConversation(readSessionHeader(header === undefined ? undefined : [header]), conv);
+  const session = sessionOfConversation(
+    readSessionHeader(header === undefined ? undefined : [header]),
+    conv,
+    owner,
+  );
   const chars = requestChars(conv.messages, conv.fixedChars);
   const worstEstimate = tokensForChars(chars, { charsPerToken: 3.5, factor: Calibration.MAX_FACTOR });
   return { session, candidate: usageCandidate(conv.json), worstEstimate };
 }
 
-function agree(fast: FastPath, route: OwnedRoute, body: Buffer, header?: string): boolean {
-  const decided = fast.decide(input(route, body, header), ADAPTERS[route]);
+function agree(fast: FastPath, route: OwnedRoute, body: Buffer, header?: string, owner?: Owner): boolean {
+  const decided = fast.decide(input(route, body, header, owner), ADAPTERS[route]);
   if (!decided) return false;
   // The same bytes again: a derived session now comes from the remembered leading bytes.
-  expect(fast.decide(input(route, body, header), ADAPTERS[route])?.session).toEqual(decided.session);
-  const full = fullPath(route, body, header);
+  expect(fast.decide(input(route, body, header, owner), ADAPTERS[route])?.session).toEqual(decided.session);
+  const full = fullPath(route, body, header, owner);
   // A body the full path cannot read is forwarded unchanged by both paths; only the bookkeeping may differ.
   if (!full) return true;
   expect(decided.session.key).toBe(full.session.key);
   expect(decided.session.hash).toBe(full.session.hash);
+  expect(decided.facts.ownerHash).toBe(full.session.ownerHash);
   expect(decided.facts.candidate).toEqual(full.candidate);
   expect(decided.decision.body).toBeUndefined();
   expect(full.worstEstimate).toBeLessThanOrEqual(
@@ -156,14 +167,19 @@ describe('the fast path decides as the full path would', () => {
   const fast = fastPath();
 
   it.each(['chat', 'messages', 'responses'] as const)(
-    '%s: random request shapes, with and without a header',
+    '%s: random request shapes, with and without a header, with and without an owner',
     (route) => {
       let decided = 0;
       fc.assert(
-        fc.property(BODIES[route]!, fc.option(fc.string({ minLength: 1, maxLength: 20 })), (body, header) => {
-          const bytes = Buffer.from(JSON.stringify(body) ?? 'null');
-          if (agree(fast, route, bytes, header ?? undefined)) decided += 1;
-        }),
+        fc.property(
+          BODIES[route]!,
+          fc.option(fc.string({ minLength: 1, maxLength: 20 })),
+          fc.constantFrom(undefined, ALICE),
+          (body, header, owner) => {
+            const bytes = Buffer.from(JSON.stringify(body) ?? 'null');
+            if (agree(fast, route, bytes, header ?? undefined, owner)) decided += 1;
+          },
+        ),
         { numRuns: 400 },
       );
       // The property says something only if the fast path took a good share of them.
@@ -176,9 +192,15 @@ describe('the fast path decides as the full path would', () => {
     (route) => {
       let decided = 0;
       fc.assert(
-        fc.property(SHAPED[route], fc.option(fc.string({ minLength: 1, maxLength: 20 })), (body, header) => {
-          if (agree(fast, route, Buffer.from(JSON.stringify(body)), header ?? undefined)) decided += 1;
-        }),
+        fc.property(
+          SHAPED[route],
+          fc.option(fc.string({ minLength: 1, maxLength: 20 })),
+          fc.constantFrom(undefined, ALICE),
+          (body, header, owner) => {
+            if (agree(fast, route, Buffer.from(JSON.stringify(body)), header ?? undefined, owner))
+              decided += 1;
+          },
+        ),
         { numRuns: 400 },
       );
       expect(decided).toBeGreaterThan(200);
@@ -194,8 +216,10 @@ describe('the fast path decides as the full path would', () => {
         const route = routeOf(r.route);
         const body = Buffer.from(JSON.stringify(fillSkeleton(r.body_skeleton) as Json));
         for (const header of [undefined, 'dev-1']) {
-          total += 1;
-          if (agree(fast, route, body, header)) decided += 1;
+          for (const owner of [undefined, ALICE]) {
+            total += 1;
+            if (agree(fast, route, body, header, owner)) decided += 1;
+          }
         }
       }
     }
