@@ -38,9 +38,17 @@ export class CompactionLog {
   private readonly now: () => Date;
   private readonly folder: FolderAppender;
 
-  constructor(private readonly opts: { logDir: string; replica: string; now?: () => Date }) {
+  constructor(
+    private readonly opts: {
+      logDir: string;
+      replica: string;
+      now?: () => Date;
+      /** Milliseconds an append waits for others before they are written with one fsync (FolderAppender). */
+      gatherMs?: number;
+    },
+  ) {
     this.now = opts.now ?? (() => new Date());
-    this.folder = new FolderAppender(opts.logDir);
+    this.folder = new FolderAppender(opts.logDir, opts.gatherMs ?? 0);
   }
 
   async append(input: CompactionLogInput): Promise<CompactionLogLine> {

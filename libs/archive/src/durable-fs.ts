@@ -140,7 +140,15 @@ export class FolderAppender {
   private readonly queued = new Map<string, { data: string[]; waiters: Waiter[] }>();
   private writing: Promise<void> | undefined;
 
-  constructor(private readonly dir: string) {}
+  /**
+   * `gatherMs`: how long an append waits for others before a batch is written. The compaction log and the receipts
+   * are written behind the request, so a short wait costs no client anything and lets one fsync carry the lines of
+   * consecutive turns, where one client's turns come one at a time and never overlap a write (ADR 0017).
+   */
+  constructor(
+    private readonly dir: string,
+    private readonly gatherMs = 0,
+  ) {}
 
   append(name: string, data: string): Promise<void> {
     let q = this.queued.get(name);
@@ -156,6 +164,7 @@ export class FolderAppender {
 
   private async drain(): Promise<void> {
     try {
+      if (this.gatherMs > 0) await new Promise((resolve) => setTimeout(resolve, this.gatherMs));
       while (this.queued.size > 0) {
         const batch = [...this.queued];
         this.queued.clear();

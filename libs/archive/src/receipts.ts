@@ -44,9 +44,17 @@ export class Receipts {
   private readonly now: () => Date;
   private readonly folder: FolderAppender | null;
 
-  constructor(private readonly opts: { receiptsDir: string | null; replica: string; now?: () => Date }) {
+  constructor(
+    private readonly opts: {
+      receiptsDir: string | null;
+      replica: string;
+      now?: () => Date;
+      /** Milliseconds an append waits for others before they are written with one fsync (FolderAppender). */
+      gatherMs?: number;
+    },
+  ) {
     this.now = opts.now ?? (() => new Date());
-    this.folder = opts.receiptsDir === null ? null : new FolderAppender(opts.receiptsDir);
+    this.folder = opts.receiptsDir === null ? null : new FolderAppender(opts.receiptsDir, opts.gatherMs ?? 0);
   }
 
   async record(counts: ReceiptCounts, ownerHash?: string): Promise<void> {

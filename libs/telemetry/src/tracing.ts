@@ -23,7 +23,11 @@ export async function withSpan<T>(
   attrs: SpanAttributeValues | Attributes,
   fn: (span: Span) => Promise<T> | T,
 ): Promise<T> {
-  return tracer().startActiveSpan(name, { attributes: defined(attrs) }, async (span) => {
+  const span = tracer().startSpan(name);
+  // No SDK: a span that records nothing needs no attributes, no context and no status (ADR 0013).
+  if (!span.isRecording()) return fn(span);
+  span.setAttributes(defined(attrs));
+  return context.with(trace.setSpan(context.active(), span), async () => {
     try {
       const result = await fn(span);
       span.setStatus({ code: SpanStatusCode.OK });

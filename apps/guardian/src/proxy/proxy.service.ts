@@ -170,9 +170,7 @@ export class ProxyService implements ProxyHandler {
     const ex = exchange;
     answer.status = upstream.status;
     answer.exchange = ex;
-    if (ex) ex.observe(upstream, { overheadMs: preparedMs });
     const body = upstream.body;
-    body.once('end', () => settle(false));
     body.once('error', (err: Error) => {
       settle(true);
       this.obs.logger.warn({ reqId: p.id, err: err.message }, 'upstream body failed mid-stream');
@@ -180,6 +178,7 @@ export class ProxyService implements ProxyHandler {
     });
     if (res.destroyed) {
       // The client went away while the upstream answered: the abort has fired; nothing is left to send.
+      settle(false);
       body.destroy();
       return;
     }
@@ -187,6 +186,9 @@ export class ProxyService implements ProxyHandler {
     if (ex) for (const name in ex.responseHeaders) out[name] = ex.responseHeaders[name]!;
     res.writeHead(upstream.status, out);
     body.pipe(res);
+    // After the pipe's own listeners: the answer's last bytes reach the client before its bookkeeping runs.
+    if (ex) ex.observe(upstream, { overheadMs: preparedMs });
+    body.once('end', () => settle(false));
   }
 
   private upstreamFailed(
