@@ -26,16 +26,51 @@ export function rssBytes(pid: number | undefined): number {
   }
 }
 
-/** Samples a process's RSS every `everyMs` until stopped: start, peak, last. */
+/** Where a process's resident memory is, by kind of mapping (Linux /proc/<pid>/smaps), in bytes. */
+export interface MemoryMap {
+  /** Mapped files: the node binary's text and data, shared libraries (file-backed, shareable). */
+  files: number;
+  /** `[heap]`: glibc malloc's main arena (the brk heap). */
+  brk: number;
+  /** Anonymous mappings: V8's heap, mmap'd Buffers, the malloc arenas of other threads, thread stacks. */
+  anonymous: number;
+}
+
+export function memoryMap(pid: number | undefined): MemoryMap | undefined {
+  if (pid === undefined) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  } catch {
+    // The process exited, or no /proc (not Linux): the breakdown reads n/a, RSS stands on its own.
+    return undefined;
+  }
+  const out: MemoryMap = { files: 0, brk: 0, anonymous: 0 };
+  let kind: keyof MemoryMap = 'anonymous';
+  for (const line of text.split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      const name = head[1] ?? '';
+      kind = name.startsWith('/') ? 'files' : name === '[heap]' ? 'brk' : 'anonymous';
+    } else if (line.startsWith('Rss:')) {
+      out[kind] += Number(/(\d+) kB/.exec(line)?.[1] ?? 0) * 1024;
+    }
+  }
+  return out;
+}
+
+/** Samples a process's RSS every `everyMs` until stopped: start, peak (and where it was, by mapping), last. */
 export class RssSampler {
   readonly start: number;
   peak: number;
   last: number;
+  atPeak: MemoryMap | undefined;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
     private readonly pid: number | undefined,
     everyMs = 50,
+    private readonly mapAtPeak = false,
   ) {
     this.start = rssBytes(pid);
     this.peak = this.start;
@@ -47,13 +82,22 @@ export class RssSampler {
     const now = rssBytes(this.pid);
     if (!Number.isFinite(now)) return;
     this.last = now;
-    if (!(now <= this.peak)) this.peak = now;
+    if (!(now <= this.peak)) {
+      this.peak = now;
+      if (this.mapAtPeak) this.atPeak = memoryMap(this.pid) ?? this.atPeak;
+    }
   }
 
   stop(): void {
     clearInterval(this.timer);
     this.sample();
   }
+}
+
+/** `files 47 MB, [heap] 70 MB, anonymous 180 MB`, or n/a. */
+export function memoryMapLine(map: MemoryMap | undefined): string {
+  if (!map) return 'mappings n/a';
+  return `mapped files ${mb(map.files)}, malloc [heap] ${mb(map.brk)}, anonymous ${mb(map.anonymous)}`;
 }
 
 export function mb(bytes: number): string {

@@ -2,8 +2,11 @@
 // in processes of their own: 200 concurrent sessions x 30 turns that compact (the three routes, streamed and not),
 // then 60 s of mixed traffic (sessions going on, new ones, 1 MB pastes, forwarded paths, guardian's own endpoints,
 // live event streams). Printed: every request answered or not, RSS at start / peak / end (the idle sidecar is the
-// baseline), the event-loop delay p99 per 2-s window (idle baseline, then under load), then the big-paste memory
-// figures (bench/paste-memory.ts). Bounded: each phase has a fixed size or duration, each request a 120-s timeout.
+// baseline), each phase's own RSS peak with where that memory was (mapped files, malloc's [heap], anonymous) and the
+// sidecar's CPU per request, the event-loop delay p99 per 2-s window (idle baseline, then under load), then the
+// big-paste memory figures (bench/paste-memory.ts). Bounded: each phase has a fixed size or duration, each request a
+// 120-s timeout. BENCH_SOAK_ENV / BENCH_SOAK_BASELINE_ENV (`A=1 B=2`) add variables to one build's environment, so an
+// allocator or V8 setting (MALLOC_ARENA_MAX, LD_PRELOAD, NODE_OPTIONS) is measured beside the plain build in one run.
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -13,6 +16,7 @@ import * as pasteMemory from './paste-memory';
 import { summariseProfile } from './profile';
 import {
   mb,
+  memoryMapLine,
   PATHS,
   ROUTES,
   RssSampler,
@@ -26,6 +30,7 @@ import {
 } from './soak-support';
 import {
   baselineBuild,
+  cpuSeconds,
   envNumber,
   filler,
   int,
@@ -169,15 +174,29 @@ async function mixed(sidecar: Sidecar, tally: Tally): Promise<void> {
   );
 }
 
+/** What a phase cost: its RSS peak (and where that memory was), the sidecar's CPU per request. */
+function phaseLine(name: string, rss: RssSampler, cpu: number, requests: number): string {
+  return (
+    `${name}: RSS peak ${mb(rss.peak)} (${memoryMapLine(rss.atPeak)}), ` +
+    `sidecar CPU ${cpu.toFixed(1)} s, ${((cpu * 1000) / requests).toFixed(2)} ms per request`
+  );
+}
+
 /** The two phases against one build of the sidecar; its lines go to `out`. */
-async function soakOnce(name: string, main: string, out: (line: string) => void): Promise<void> {
+async function soakOnce(
+  name: string,
+  main: string,
+  env: Record<string, string>,
+  out: (line: string) => void,
+): Promise<void> {
   const stub = await startStubChild(8192);
   // BENCH_PROFILE=1: where the sidecar's CPU went during the soak (what holds the event loop).
   const profileDir =
     process.env.BENCH_PROFILE === '1' ? mkdtempSync(join(tmpdir(), 'cg-soak-prof-')) : undefined;
   const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const sidecar = await startSidecar(stub.url, { GUARDIAN_RESERVE_OUTPUT: '1024' }, nodeArgs, main);
-  out(`-- ${name}`);
+  const sidecar = await startSidecar(stub.url, { GUARDIAN_RESERVE_OUTPUT: '1024', ...env }, nodeArgs, main);
+  const envWords = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+  out(`-- ${name}${envWords.length > 0 ? ` (${envWords.join(' ')})` : ''}`);
   try {
     const rss = new RssSampler(sidecar.pid, 200);
     const idleLoop = loopSampler(sidecar.url);
@@ -192,13 +211,20 @@ async function soakOnce(name: string, main: string, out: (line: string) => void)
     const loadLoop = loopSampler(sidecar.url);
     const t0 = Date.now();
     const phase1 = new Tally();
+    // Each phase has a sampler of its own, so the mixed phase's peak is not the sessions phase's burst.
+    const rss1 = new RssSampler(sidecar.pid, 200, true);
+    const cpu0 = cpuSeconds(sidecar.pid);
     await sessions(sidecar, phase1);
-    out(
-      `${phase1.line('sessions phase')} in ${((Date.now() - t0) / 1000).toFixed(1)} s; RSS peak so far ${mb(rss.peak)}`,
-    );
+    rss1.stop();
+    const cpu1 = cpuSeconds(sidecar.pid);
+    out(`${phase1.line('sessions phase')} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    out(phaseLine('  sessions phase', rss1, cpu1 - cpu0, phase1.sent));
     const phase2 = new Tally();
+    const rss2 = new RssSampler(sidecar.pid, 200, true);
     await mixed(sidecar, phase2);
+    rss2.stop();
     out(phase2.line(`mixed phase (${MIXED_SECONDS} s, ${MIXED_WORKERS} workers)`));
+    out(phaseLine('  mixed phase', rss2, cpuSeconds(sidecar.pid) - cpu1, phase2.sent));
     const load = await loadLoop.stop();
     for (const stop of streams) stop();
     await new Promise((r) => setTimeout(r, 5000));
@@ -206,7 +232,7 @@ async function soakOnce(name: string, main: string, out: (line: string) => void)
     const stats = (await (await fetch(`${sidecar.url}/guardian/stats`)).json()) as Record<string, unknown>;
     out(loopLine('under load', load.lag));
     out(
-      `RSS: start ${mb(rss.start)} (idle baseline), peak ${mb(rss.peak)}, end ${mb(rss.last)} (5 s after the load)`,
+      `RSS: start ${mb(rss.start)} (idle baseline), peak over the whole run ${mb(rss.peak)}, end ${mb(rss.last)} (5 s after the load)`,
     );
     for (const line of memoryLines(load.memory)) out(line);
     out(
@@ -226,16 +252,32 @@ async function soakOnce(name: string, main: string, out: (line: string) => void)
   }
 }
 
+/** `A=1 B=2` (BENCH_SOAK_ENV, BENCH_SOAK_BASELINE_ENV): variables added to one build's environment. */
+function envWords(raw: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const word of (raw ?? '').split(/\s+/).filter(Boolean)) {
+    const eq = word.indexOf('=');
+    if (eq > 0) out[word.slice(0, eq)] = word.slice(eq + 1);
+  }
+  return out;
+}
+
 export async function run(): Promise<void> {
   const lines: string[] = [machineLine('soak bench')];
   const out = (line: string) => {
     lines.push(line);
     process.stdout.write(`${line}\n`);
   };
-  await soakOnce('this build', SIDECAR_MAIN, out);
+  await soakOnce('this build', SIDECAR_MAIN, envWords(process.env.BENCH_SOAK_ENV), out);
   // BENCH_BASELINE: an earlier build soaked the same way in the same run, for a before/after on this machine.
   const baseline = baselineBuild();
-  if (baseline) await soakOnce(`baseline (${process.env.BENCH_BASELINE ?? ''})`, baseline, out);
+  if (baseline)
+    await soakOnce(
+      `baseline (${process.env.BENCH_BASELINE ?? ''})`,
+      baseline,
+      envWords(process.env.BENCH_SOAK_BASELINE_ENV),
+      out,
+    );
   out('');
   await pasteMemory.figures(out);
   const path = writeResults('soak.txt', lines);
