@@ -53,6 +53,9 @@ function sameBreak(a: ChainBreak | null, b: ChainBreak | null): boolean {
  * Status is `unknown` until the first full verify ends; the gauge stays 1 until a break is confirmed.
  */
 export class SealMonitor {
+  /** The writers whose new chain lines are verified every `settleMs`: the compaction archive, and any other
+   * writer of this process that registers with `watch()` (the capture intake's `cc-` runs). */
+  private readonly writers: Array<{ takeSealed(): SealedHead[] }>;
   private readonly cursors = new Map<string, VerifyCursor>();
   private readonly ownBroken = new Map<string, ChainBreak>();
   private readonly logged = new Set<string>();
@@ -62,7 +65,14 @@ export class SealMonitor {
   private busy: Promise<void> | undefined;
   private timers: NodeJS.Timeout[] = [];
 
-  constructor(private readonly opts: SealMonitorOptions) {}
+  constructor(private readonly opts: SealMonitorOptions) {
+    this.writers = [opts.archive];
+  }
+
+  /** Verifies `archive`'s new chain lines too, as this process's own (a second writer on the same volume). */
+  watch(archive: { takeSealed(): SealedHead[] }): void {
+    if (!this.writers.includes(archive)) this.writers.push(archive);
+  }
 
   private get settleMs(): number {
     return this.opts.settleMs ?? 1000;
@@ -134,7 +144,7 @@ export class SealMonitor {
 
   private async own(): Promise<void> {
     const { spanDir } = this.opts;
-    const heads = this.opts.archive.takeSealed();
+    const heads = this.writers.flatMap((w) => w.takeSealed());
     if (heads.length === 0) return;
     const found: Found[] = [];
     for (const head of heads) {
