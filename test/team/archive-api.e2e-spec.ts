@@ -269,6 +269,11 @@ describe('POST /guardian/capture (the Claude Code hooks in team mode)', () => {
       }
     }
     expect(status).toBe('broken');
+    // The receipts take the seal check's word: alice's capture run is the broken one, bob's is not.
+    const receipts = async (who: 'alice' | 'bob') =>
+      (await stack.get('/guardian/archive/receipts?since=24h', who)).body;
+    expect(await receipts('alice')).toMatchObject({ runs: 1, runs_broken: 1 });
+    expect(await receipts('bob')).toMatchObject({ runs: 1, runs_broken: 0 });
   });
 
   it('refuses a post without a token, and a body that is not a capture', async () => {

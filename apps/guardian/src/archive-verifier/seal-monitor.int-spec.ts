@@ -104,6 +104,26 @@ describe('SealMonitor', () => {
     expect([state.sealStatus, await gauge()]).toEqual(['broken', 0]);
   });
 
+  it('answers what it last found of each run (for the receipts): the full verify, then its own increments', async () => {
+    const theirs = await new SealedArchive({ spanDir, keepSpans: 500, replica: 'bbbb2222' }).write(
+      spanInput('theirs'),
+    );
+    const mine = await own.write(spanInput('mine'));
+    expect(monitor.verdictOf(mine.run)).toBeUndefined();
+    await tamper(theirs);
+    await monitor.checkAll();
+    expect(monitor.verdictOf(theirs.run)).toEqual({ status: 'break', lines: 1 });
+    expect(monitor.verdictOf(mine.run)).toEqual({ status: 'ok', lines: 1 });
+    await own.write(spanInput('mine', 'a later turn'));
+    await monitor.checkOwn();
+    expect(monitor.verdictOf(mine.run)).toEqual({ status: 'ok', lines: 2 });
+    const third = await own.write(spanInput('mine', 'evicted turn three'));
+    await tamper(third);
+    await monitor.checkOwn();
+    expect(monitor.verdictOf(mine.run)?.status).toBe('break');
+    expect(monitor.verdictOf('no-such-run')).toBeUndefined();
+  });
+
   it("reads only what its own writer sealed since the last look; another replica's runs and older spans are the full verify's", async () => {
     const theirs = await new SealedArchive({ spanDir, keepSpans: 500, replica: 'bbbb2222' }).write(
       spanInput('theirs'),

@@ -58,6 +58,8 @@ export class SealMonitor {
   private readonly writers: Array<{ takeSealed(): SealedHead[] }>;
   private readonly cursors = new Map<string, VerifyCursor>();
   private readonly ownBroken = new Map<string, ChainBreak>();
+  /** Each run's verdict from the last full verify (a break only once confirmed), for verdictOf(). */
+  private lastFull = new Map<string, Pick<RunVerdict, 'status' | 'lines'>>();
   private readonly logged = new Set<string>();
   private readonly abort = new AbortController();
   private fullBroken: boolean | undefined;
@@ -113,6 +115,18 @@ export class SealMonitor {
   /** Verifies what this process sealed since the last look, now (after a check in progress). */
   checkOwn(): Promise<void> {
     return this.exclusive(() => this.own());
+  }
+
+  /**
+   * The latest word on `run` (SealKnowledge, for the receipts): a break found since, else the last full verify's,
+   * else what the incremental check verified of this process's own runs; undefined for a run not seen yet.
+   */
+  verdictOf(run: string): Pick<RunVerdict, 'status' | 'lines'> | undefined {
+    const full = this.lastFull.get(run);
+    if (this.ownBroken.has(run)) return { status: 'break', lines: full?.lines ?? 0 };
+    const cursor = this.cursors.get(run);
+    if (cursor && (full === undefined || cursor.seq > full.lines)) return { status: 'ok', lines: cursor.seq };
+    return full;
   }
 
   private tick(): void {
@@ -198,6 +212,13 @@ export class SealMonitor {
       breaks = confirmed;
     }
     this.fullBroken = breaks.length > 0;
+    const confirmed = new Set(breaks.map((v) => v.run));
+    this.lastFull = new Map(
+      runs.map((v) => [
+        v.run,
+        { status: v.status === 'break' && !confirmed.has(v.run) ? 'ok' : v.status, lines: v.lines },
+      ]),
+    );
     // The full verify covered this process's runs too.
     this.ownBroken.clear();
     this.publish(breaks);
