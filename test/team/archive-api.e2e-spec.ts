@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { ownerHash, sha256Hex } from '@guardian/archive';
@@ -240,6 +240,40 @@ describe('POST /guardian/capture (the Claude Code hooks in team mode)', () => {
     expect(read.body.text).toContain('ship it friday');
     expect((await stack.get(`/guardian/archive/runs/${a1.body.run}/spans/2`, 'bob')).status).toBe(404);
     expect((await stack.get('/guardian/archive/seal', 'alice')).body.ok).toBe(true);
+  });
+
+  it('has a changed capture span found by the seal check within seconds, not only by the 10-minute verify', async () => {
+    const stamp = Date.now();
+    let end = (
+      await post('alice', { session_hash: session, offset: 0, model: 'claude', lines: [line('probe')] })
+    ).body.archived_end as number;
+    // A capture's chain line is checked within a second of its writing: the span is changed straight after the
+    // post, and if the check came first (it runs every second), the next post is changed instead.
+    let status = '';
+    for (let attempt = 0; attempt < 3 && status !== 'broken'; attempt++) {
+      const text = `captured at ${stamp} attempt ${attempt}`;
+      const a = await post('alice', {
+        session_hash: session,
+        offset: end,
+        model: 'claude',
+        lines: [line(text)],
+      });
+      expect(a.body.accepted).toBe(true);
+      end = a.body.archived_end as number;
+      const file = join(stack.dataDir, 'spans', a.body.run, `${String(a.body.span).padStart(4, '0')}.json`);
+      // Changed in place, at the same length: the archive's end (where the next post goes) stays where it was.
+      await writeFile(file, (await readFile(file, 'utf8')).replace(text, text.toUpperCase()));
+      for (let i = 0; i < 30 && status !== 'broken'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = (await stack.get('/guardian/stats', 'admin')).body.seal_status as string;
+      }
+    }
+    expect(status).toBe('broken');
+    // The receipts take the seal check's word: alice's capture run is the broken one, bob's is not.
+    const receipts = async (who: 'alice' | 'bob') =>
+      (await stack.get('/guardian/archive/receipts?since=24h', who)).body;
+    expect(await receipts('alice')).toMatchObject({ runs: 1, runs_broken: 1 });
+    expect(await receipts('bob')).toMatchObject({ runs: 1, runs_broken: 0 });
   });
 
   it('refuses a post without a token, and a body that is not a capture', async () => {

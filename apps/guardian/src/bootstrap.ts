@@ -12,6 +12,7 @@ import { GuardianMetrics } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
 
 import { AppModule } from './app.module';
+import { withoutDotSegments } from './http/dot-segments';
 import { isOwnEndpoint, PROXIED_METHODS, ProxyFront } from './proxy/proxy-front';
 import { ProxyService } from './proxy/proxy.service';
 import { GuardianConfig } from './config/guardian-config';
@@ -64,6 +65,9 @@ export async function startGuardian(
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
     serverFactory: (handler: FastifyServerFactoryHandler) => {
       const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+        // Routing, access and the upstream all see the path the dot segments resolve to (`/v1/../x` is `/x`).
+        const url = req.url;
+        if (url !== undefined) req.url = withoutDotSegments(url);
         if (doors.front?.owns(req)) doors.front.serve(req, res);
         else handler(req, res);
       });

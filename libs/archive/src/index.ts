@@ -64,4 +64,5 @@ export {
   savingsSummary,
   type ReceiptsSummary,
   type SavingsSummary,
+  type SealKnowledge,
 } from './savings';

@@ -14,7 +14,13 @@ import type { ChainHead } from './chain-reader';
 import type { ArchiveScope } from './owners';
 import { listDigests, readSpan, type DigestList, type ReadSpanResult } from './recall-read';
 import type { ReceiptCounts, Receipts } from './receipts';
-import { receiptsSummary, savingsSummary, type ReceiptsSummary, type SavingsSummary } from './savings';
+import {
+  receiptsSummary,
+  savingsSummary,
+  type ReceiptsSummary,
+  type SavingsSummary,
+  type SealKnowledge,
+} from './savings';
 import { searchArchive, type SearchResult } from './search';
 import { chainHeads, verifyArchive } from './verify';
 
@@ -34,6 +40,9 @@ export interface LocalArchiveOptions {
   onReceiptError?: (err: unknown, kind: ReceiptCounts['kind']) => void;
   /** Searches stop after this long and answer what they found with `complete: false` (the API's bound). */
   searchTimeoutMs?: number;
+  /** The sidecar's seal monitor: receipts take its word on the runs it has verified instead of verifying all of
+   * them on every call (the CLI leaves it unset and verifies). */
+  sealKnowledge?: SealKnowledge;
   /** Progress of a seal check over many runs (the CLI shows it on a terminal). */
   onVerifyProgress?: (done: number, total: number) => void;
   now?: () => Date;
@@ -123,6 +132,7 @@ export class LocalArchive implements ArchiveSource {
       receiptsDir: this.opts.receiptsDir,
       now: this.opts.now,
       scope: this.opts.scope,
+      known: this.opts.sealKnowledge,
     });
   }
 

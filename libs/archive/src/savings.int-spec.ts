@@ -165,4 +165,42 @@ describe('compaction log, receipts and their summaries', () => {
     });
     expect(summary.read_back_pct).toBeCloseTo((500 / summary.archive_bytes) * 100, 0);
   });
+
+  it("takes a seal check's word on the runs it knows, and verifies only the others", async () => {
+    const spanDir = join(root, 'spans');
+    const write = (replica: string) =>
+      new SealedArchive({ spanDir, keepSpans: 500, replica }).write({
+        kind: 'compaction',
+        sessionHash: 'c'.repeat(64),
+        route: 'chat',
+        model: 'm',
+        messages: [{ role: 'user', content: 'the original words' }],
+        firstIndex: 0,
+        summary: 's',
+        at: new Date(),
+      });
+    const known = await write('r1');
+    const unknown = await write('r2');
+    for (const ref of [known, unknown]) {
+      const file = join(spanDir, ref.ref);
+      writeFileSync(file, readFileSync(file, 'utf8').replace('original', 'ORIGINAL'));
+    }
+    const asked: string[] = [];
+    const summary = await receiptsSummary({
+      since: '24h',
+      spanDir,
+      receiptsDir: null,
+      known: {
+        verdictOf: (run) => {
+          asked.push(run);
+          return run === known.run ? { status: 'ok', lines: 1 } : undefined;
+        },
+      },
+    });
+    // The known run is taken as the check last found it (ok); the other one is verified here, and is broken.
+    expect(asked.sort()).toEqual([known.run, unknown.run].sort());
+    expect(summary).toMatchObject({ runs: 2, runs_broken: 1, sealed: true });
+    const full = await receiptsSummary({ since: '24h', spanDir, receiptsDir: null });
+    expect(full).toMatchObject({ runs: 2, runs_broken: 2 });
+  });
 });

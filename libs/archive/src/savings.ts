@@ -9,7 +9,7 @@ import { journalSegments, runFiles, scopedRunIds, spanNumbers } from './archive-
 import { readDailyLogs } from './jsonl';
 import type { ArchiveScope } from './owners';
 import { readReceiptTotals } from './receipts';
-import { verifyArchive } from './verify';
+import { verifyArchive, verifyRun, type RunVerdict } from './verify';
 
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
@@ -121,14 +121,14 @@ async function archiveSize(
   spanDir: string,
   from: Date,
   scope: ArchiveScope | undefined,
-): Promise<{ spans: number; windowBytes: number; totalBytes: number; runs: number }> {
+): Promise<{ spans: number; windowBytes: number; totalBytes: number; runs: string[] }> {
   let runs: string[];
   try {
     runs = await scopedRunIds(spanDir, scope);
   } catch (err) {
     // No archive yet is a valid answer for receipts: zero spans, zero bytes.
     if (ArchiveError.is(err, 'ARCHIVE_NOT_FOUND'))
-      return { spans: 0, windowBytes: 0, totalBytes: 0, runs: 0 };
+      return { spans: 0, windowBytes: 0, totalBytes: 0, runs: [] };
     throw err;
   }
   let spans = 0;
@@ -146,7 +146,12 @@ async function archiveSize(
       }
     }
   }
-  return { spans, windowBytes, totalBytes, runs: runs.length };
+  return { spans, windowBytes, totalBytes, runs };
+}
+
+/** A seal check's latest word on a run: its status and how many chain lines it had; undefined when it has none. */
+export interface SealKnowledge {
+  verdictOf(run: string): Pick<RunVerdict, 'status' | 'lines'> | undefined;
 }
 
 export async function receiptsSummary(opts: {
@@ -157,14 +162,33 @@ export async function receiptsSummary(opts: {
   now?: () => Date;
   /** Team mode: only the scope owner's runs and receipts. */
   scope?: ArchiveScope;
+  /** What a seal check already knows of each run (the sidecar's seal monitor); the runs it does not know are verified
+   * here. Unset: every run in scope is verified, as the CLI does. */
+  known?: SealKnowledge;
 }): Promise<ReceiptsSummary> {
   const from = new Date((opts.now ?? (() => new Date()))().getTime() - parseAge(opts.since));
   const totals = await readReceiptTotals(opts.receiptsDir, from, opts.scope?.ownerHash);
   const size = await archiveSize(opts.spanDir, from, opts.scope);
-  const verdict =
-    size.runs > 0
-      ? await verifyArchive({ spanDir: opts.spanDir, anchorDir: opts.anchorDir ?? null, scope: opts.scope })
-      : { ok: true, runs: [] };
+  const anchorDir = opts.anchorDir ?? null;
+  let verdicts: Array<Pick<RunVerdict, 'status' | 'lines'>> = [];
+  if (size.runs.length > 0 && opts.known) {
+    for (const run of size.runs) {
+      const known = opts.known.verdictOf(run);
+      if (known) verdicts.push(known);
+      else {
+        // A run the check has not seen yet (new since its last full pass, another replica's): verified now.
+        const v = await verifyRun({ spanDir: opts.spanDir, anchorDir, run }).catch((err: unknown) => {
+          // Pruned or deleted since it was listed: no run, no verdict.
+          if (ArchiveError.is(err, 'ARCHIVE_NOT_FOUND')) return undefined;
+          throw err;
+        });
+        if (v) verdicts.push(v);
+      }
+    }
+  } else if (size.runs.length > 0) {
+    verdicts = (await verifyArchive({ spanDir: opts.spanDir, anchorDir, scope: opts.scope })).runs;
+  }
+  const verdict = { runs: verdicts };
   const broken = verdict.runs.filter((r) => r.status === 'break').length;
   return {
     window: opts.since,
@@ -172,7 +196,7 @@ export async function receiptsSummary(opts: {
     tokens_kept_out: totals.tokens_kept_out,
     spans_archived: size.spans,
     archive_bytes: size.windowBytes,
-    runs: size.runs,
+    runs: size.runs.length,
     runs_broken: broken,
     sealed: verdict.runs.length > 0 && verdict.runs.every((r) => r.lines > 0),
     recall_calls: totals.recall_calls + totals.recall_tool_calls,

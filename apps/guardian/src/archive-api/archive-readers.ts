@@ -31,6 +31,8 @@ export class ArchiveReaders {
       sessionOwner: viewer.kind === 'owner' ? viewer.owner : undefined,
       receipts: this.receipts,
       searchTimeoutMs: LIMITS.searchMs,
+      // Receipts report runs_broken from the background seal check, not a verify of every run per call.
+      sealKnowledge: this.obs.seal,
       onReceiptError: (err) => this.obs.failOpen('archive', 'receipt_write', { route: 'other', err }),
     });
   }

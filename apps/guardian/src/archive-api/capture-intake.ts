@@ -14,6 +14,7 @@ import type { Viewer } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianRuntime } from '../config/guardian-runtime';
 import { GuardianLogger } from '../observability/guardian-logger';
+import { Observability } from '../observability/observability';
 
 /**
  * Claude Code captures posted by the hook (`POST /guardian/capture`, team mode): the transcript lines land in a
@@ -31,6 +32,7 @@ export class CaptureIntake {
     private readonly config: GuardianConfig,
     runtime: GuardianRuntime,
     logger: GuardianLogger,
+    obs: Observability,
   ) {
     this.archive = new SealedArchive({
       spanDir: config.paths.spanDir,
@@ -41,6 +43,9 @@ export class CaptureIntake {
       runName: ({ sessionHash: hash, replica }) => `cc-${hash.slice(0, 12)}-${replica}`,
       onWarning: (w) => logger.warn({ warning: w }, 'capture side write failed; the span itself is sealed'),
     });
+    // Its chain lines are checked within a second, like the compaction archive's (ADR 0120), not only by the full
+    // verify every 10 minutes.
+    obs.seal.watch(this.archive);
   }
 
   /** Writes the lines when they continue the archived transcript; else says where it ends. */

@@ -86,6 +86,44 @@ describe('SealMonitor', () => {
     expect(errors).toEqual(['archive hash chain broken: run context-guardian-recall --verify for details']);
   });
 
+  it("checks a second writer's runs of this process too, once it is watched (the capture intake's)", async () => {
+    const capture = new SealedArchive({
+      spanDir,
+      keepSpans: 500,
+      replica: 'aaaa1111',
+      runName: ({ sessionHash, replica }) => `cc-${sessionHash.slice(0, 12)}-${replica}`,
+    });
+    monitor.watch(capture);
+    await capture.write(spanInput('captured'));
+    await monitor.checkAll();
+    expect(state.sealStatus).toBe('ok');
+    const ref = await capture.write(spanInput('captured', 'evicted turn, the next lines'));
+    expect(ref.run.startsWith('cc-')).toBe(true);
+    await tamper(ref);
+    await monitor.checkOwn();
+    expect([state.sealStatus, await gauge()]).toEqual(['broken', 0]);
+  });
+
+  it('answers what it last found of each run (for the receipts): the full verify, then its own increments', async () => {
+    const theirs = await new SealedArchive({ spanDir, keepSpans: 500, replica: 'bbbb2222' }).write(
+      spanInput('theirs'),
+    );
+    const mine = await own.write(spanInput('mine'));
+    expect(monitor.verdictOf(mine.run)).toBeUndefined();
+    await tamper(theirs);
+    await monitor.checkAll();
+    expect(monitor.verdictOf(theirs.run)).toEqual({ status: 'break', lines: 1 });
+    expect(monitor.verdictOf(mine.run)).toEqual({ status: 'ok', lines: 1 });
+    await own.write(spanInput('mine', 'a later turn'));
+    await monitor.checkOwn();
+    expect(monitor.verdictOf(mine.run)).toEqual({ status: 'ok', lines: 2 });
+    const third = await own.write(spanInput('mine', 'evicted turn three'));
+    await tamper(third);
+    await monitor.checkOwn();
+    expect(monitor.verdictOf(mine.run)?.status).toBe('break');
+    expect(monitor.verdictOf('no-such-run')).toBeUndefined();
+  });
+
   it("reads only what its own writer sealed since the last look; another replica's runs and older spans are the full verify's", async () => {
     const theirs = await new SealedArchive({ spanDir, keepSpans: 500, replica: 'bbbb2222' }).write(
       spanInput('theirs'),

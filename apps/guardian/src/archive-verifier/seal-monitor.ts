@@ -53,8 +53,13 @@ function sameBreak(a: ChainBreak | null, b: ChainBreak | null): boolean {
  * Status is `unknown` until the first full verify ends; the gauge stays 1 until a break is confirmed.
  */
 export class SealMonitor {
+  /** The writers whose new chain lines are verified every `settleMs`: the compaction archive, and any other
+   * writer of this process that registers with `watch()` (the capture intake's `cc-` runs). */
+  private readonly writers: Array<{ takeSealed(): SealedHead[] }>;
   private readonly cursors = new Map<string, VerifyCursor>();
   private readonly ownBroken = new Map<string, ChainBreak>();
+  /** Each run's verdict from the last full verify (a break only once confirmed), for verdictOf(). */
+  private lastFull = new Map<string, Pick<RunVerdict, 'status' | 'lines'>>();
   private readonly logged = new Set<string>();
   private readonly abort = new AbortController();
   private fullBroken: boolean | undefined;
@@ -62,7 +67,14 @@ export class SealMonitor {
   private busy: Promise<void> | undefined;
   private timers: NodeJS.Timeout[] = [];
 
-  constructor(private readonly opts: SealMonitorOptions) {}
+  constructor(private readonly opts: SealMonitorOptions) {
+    this.writers = [opts.archive];
+  }
+
+  /** Verifies `archive`'s new chain lines too, as this process's own (a second writer on the same volume). */
+  watch(archive: { takeSealed(): SealedHead[] }): void {
+    if (!this.writers.includes(archive)) this.writers.push(archive);
+  }
 
   private get settleMs(): number {
     return this.opts.settleMs ?? 1000;
@@ -105,6 +117,18 @@ export class SealMonitor {
     return this.exclusive(() => this.own());
   }
 
+  /**
+   * The latest word on `run` (SealKnowledge, for the receipts): a break found since, else the last full verify's,
+   * else what the incremental check verified of this process's own runs; undefined for a run not seen yet.
+   */
+  verdictOf(run: string): Pick<RunVerdict, 'status' | 'lines'> | undefined {
+    const full = this.lastFull.get(run);
+    if (this.ownBroken.has(run)) return { status: 'break', lines: full?.lines ?? 0 };
+    const cursor = this.cursors.get(run);
+    if (cursor && (full === undefined || cursor.seq > full.lines)) return { status: 'ok', lines: cursor.seq };
+    return full;
+  }
+
   private tick(): void {
     if (this.busy !== undefined || this.stopped) return;
     const due = this.fullDue;
@@ -134,7 +158,7 @@ export class SealMonitor {
 
   private async own(): Promise<void> {
     const { spanDir } = this.opts;
-    const heads = this.opts.archive.takeSealed();
+    const heads = this.writers.flatMap((w) => w.takeSealed());
     if (heads.length === 0) return;
     const found: Found[] = [];
     for (const head of heads) {
@@ -188,6 +212,13 @@ export class SealMonitor {
       breaks = confirmed;
     }
     this.fullBroken = breaks.length > 0;
+    const confirmed = new Set(breaks.map((v) => v.run));
+    this.lastFull = new Map(
+      runs.map((v) => [
+        v.run,
+        { status: v.status === 'break' && !confirmed.has(v.run) ? 'ok' : v.status, lines: v.lines },
+      ]),
+    );
     // The full verify covered this process's runs too.
     this.ownBroken.clear();
     this.publish(breaks);

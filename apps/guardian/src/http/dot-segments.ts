@@ -1,0 +1,37 @@
+/**
+ * Dot segments in a request path (`/v1/../x`, `/v1/./models`, and their `%2e` spellings), removed before anything
+ * routes on the path (RFC 3986 §5.2.4, as nginx and browsers do). Without this guardian would decide on one path
+ * (`/v1/..` is "proxied", `/guardian/../v1/chat/completions` is "its own") while the upstream or Fastify resolved
+ * another; and `/v1/../x` would reach past an upstream mounted under a prefix (`GUARDIAN_UPSTREAM_URL` with
+ * `/openai/v1`). Guardian never refuses such a path (ARCHITECTURE.md#fail-open): it serves the one it resolves to.
+ */
+export function withoutDotSegments(url: string): string {
+  // The hot path: nearly every request has no dot segment, and pays a scan or two of a short string.
+  if (!url.includes('/.') && !/%2e/i.test(url)) return url;
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  const query = q === -1 ? '' : url.slice(q);
+  const segments = path.split('/');
+  let dots = false;
+  const out: string[] = [];
+  for (let i = 1; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const kind = dotKind(segment);
+    if (kind === 0) {
+      out.push(segment);
+      continue;
+    }
+    dots = true;
+    if (kind === 2) out.pop();
+    // A dot segment at the end leaves the path ending in '/', as the RFC's algorithm does.
+    if (i === segments.length - 1) out.push('');
+  }
+  return dots ? `/${out.join('/')}${query}` : url;
+}
+
+/** 0: an ordinary segment; 1: `.`; 2: `..` (either spelled with `%2e`, in any case). */
+function dotKind(segment: string): 0 | 1 | 2 {
+  if (segment.length === 0 || segment.length > 6) return 0;
+  const plain = segment.replace(/%2e/gi, '.');
+  return plain === '.' ? 1 : plain === '..' ? 2 : 0;
+}
