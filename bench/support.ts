@@ -203,26 +203,29 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
+/** The plain words of filler prose, here and in the fault suite's traffic (test/faults/support/traffic.ts). */
+export const FILLER_WORDS: readonly string[] = [
+  'deploy',
+  'schema',
+  'rollback',
+  'cluster',
+  'window',
+  'summary',
+  'replica',
+  'latency',
+  'timeout',
+  'migration',
+  'index',
+  'budget',
+  'request',
+  'handler',
+  'config',
+  'retry',
+];
+
 /** An `n`-character filler text of plain words, deterministic for a seed. */
 export function filler(n: number, seed: number): string {
-  const words = [
-    'deploy',
-    'schema',
-    'rollback',
-    'cluster',
-    'window',
-    'summary',
-    'replica',
-    'latency',
-    'timeout',
-    'migration',
-    'index',
-    'budget',
-    'request',
-    'handler',
-    'config',
-    'retry',
-  ];
+  const words = FILLER_WORDS;
   let s = seed >>> 0 || 1;
   const parts: string[] = [];
   let length = 0;

@@ -21,7 +21,8 @@ const HOP_BY_HOP = new Set([
 
 function connectionListed(headers: IncomingHttpHeaders | HeaderMap): Set<string> | undefined {
   const raw = headers['connection'];
-  if (raw === undefined) return undefined;
+  // What nearly every request and answer says, decided without splitting it into a new array and Set each time.
+  if (raw === undefined || raw === 'keep-alive' || raw === 'close' || raw === 'Keep-Alive') return undefined;
   const listed = new Set<string>();
   for (const value of Array.isArray(raw) ? raw : [raw]) {
     for (const token of value.split(',')) {

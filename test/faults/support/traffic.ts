@@ -1,6 +1,9 @@
 // Conversations that grow turn by turn on the three routes guardian reads, the way coding agents resend their whole
 // history: deterministic text, so two runs send the same bytes. Used by the fault suite, the crash loop and the
-// secrets test (and by bench/soak.ts, which has its own copy of the few lines it needs so bench/ stays standalone).
+// secrets test (and by bench/soak.ts, which has its own copy of the few lines it needs so bench/ stays standalone;
+// the words come from bench/, which never imports from test/).
+
+import { FILLER_WORDS } from '../../../bench/support';
 
 export type Route = 'chat' | 'messages' | 'responses';
 export const ROUTES: readonly Route[] = ['chat', 'messages', 'responses'];
@@ -11,32 +14,13 @@ export const PATHS: Record<Route, string> = {
   responses: '/v1/responses',
 };
 
-const WORDS = [
-  'deploy',
-  'schema',
-  'rollback',
-  'cluster',
-  'window',
-  'summary',
-  'replica',
-  'latency',
-  'timeout',
-  'migration',
-  'index',
-  'budget',
-  'request',
-  'handler',
-  'config',
-  'retry',
-];
-
 /** About `words` words of seeded filler prose. */
 export function prose(seed: number, words: number): string {
   let s = (seed * 2654435761) >>> 0 || 1;
   const out: string[] = [];
   for (let i = 0; i < words; i++) {
     s = (Math.imul(s, 1103515245) + 12345) >>> 0;
-    out.push(WORDS[s % WORDS.length] ?? 'note');
+    out.push(FILLER_WORDS[s % FILLER_WORDS.length] ?? 'note');
   }
   return out.join(' ');
 }
