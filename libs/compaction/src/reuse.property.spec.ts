@@ -100,7 +100,7 @@ function build(ops: readonly Op[]): NeutralMessage[] {
       out.push(
         message(o.kind === 'result' ? 'tool' : 'user', o.chars, i, { resultIds: [id], userTyped: false }),
       );
-    } else {
+    } else if ('pin' in o) {
       const said = [
         `message ${i}.`,
         o.pin ? `Remember this: the port of service ${i} is ${1000 + i}.` : '',
