@@ -64,14 +64,16 @@ describe('dot segments in a request path', () => {
     expect(stack.stub.requests).toEqual([]);
   });
 
-  it('proxies and reads a chat request whose path leaves /guardian', async () => {
+  it("keeps a path written under /guardian as guardian's own, whatever it resolves to: never forwarded", async () => {
     stack.stub.reset();
     const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hello' }] });
-    const res = await raw(stack.guardian.url, 'POST', '/guardian/../v1/chat/completions', body);
-    expect(res.status).toBe(200);
-    expect(JSON.parse(res.text)).toHaveProperty('choices');
-    // (The window is detected with a GET of /v1/models on a model's first request.)
-    const posts = stack.stub.requests.filter((r) => r.method === 'POST');
-    expect(posts.map((r) => r.path)).toEqual(['/v1/chat/completions']);
+    for (const [method, path] of [
+      ['POST', '/guardian/../v1/chat/completions'],
+      ['GET', '/guardian/%2e%2e/%2e%2e/etc/passwd'],
+    ] as const) {
+      const res = await raw(stack.guardian.url, method, path, method === 'POST' ? body : undefined);
+      expect([path, res.status, JSON.parse(res.text).error.code]).toEqual([path, 404, 'GUARDIAN_NOT_FOUND']);
+    }
+    expect(stack.stub.requests).toEqual([]);
   });
 });

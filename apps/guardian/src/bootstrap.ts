@@ -65,9 +65,10 @@ export async function startGuardian(
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
     serverFactory: (handler: FastifyServerFactoryHandler) => {
       const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-        // Routing, access and the upstream all see the path the dot segments resolve to (`/v1/../x` is `/x`).
+        // Routing, access and the upstream all see the path the dot segments resolve to (`/v1/../x` is `/x`); a path
+        // written under /guardian stays guardian's whatever it resolves to, so it is never forwarded.
         const url = req.url;
-        if (url !== undefined) req.url = withoutDotSegments(url);
+        if (url !== undefined && !isOwnEndpoint(url)) req.url = withoutDotSegments(url);
         if (doors.front?.owns(req)) doors.front.serve(req, res);
         else handler(req, res);
       });

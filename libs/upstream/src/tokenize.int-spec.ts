@@ -100,6 +100,61 @@ describe('tokenizeCount against a real stub', () => {
     );
   });
 
+  it('vLLM: once it answered {count}, later counts send only what it reads (no flat text), and count the same', async () => {
+    await start('vllm');
+    const opts = { model: 'stub-model', messages, headers: {}, timeoutMs: 1000 };
+    let built = 0;
+    const lazyText = () => (built++, flatText);
+    const first = await tokenizeCount(client, { ...opts, flatText: lazyText });
+    const second = await tokenizeCount(client, { ...opts, flatText: lazyText });
+    const third = await tokenizeCount(client, { ...opts, flatText: lazyText, tools, toolTokens: 5 });
+    expect(second).toEqual(first);
+    expect(third).toEqual({ tokens: stub.countPrompt({ messages, tools }, 'chat'), toolsEstimated: false });
+    expect(built).toBe(1);
+    const sent = stub.requests.map((r) => Object.keys(r.json as object).sort().join(','));
+    expect(sent).toEqual(['content,messages,model', 'messages,model', 'messages,model,tools']);
+  });
+
+  it('vLLM that turns out to refuse `tools` after counts without them: counts the messages, estimates the tools', async () => {
+    await start('vllm', 0, false);
+    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: 1000 };
+    await tokenizeCount(client, opts);
+    const withTools = { ...opts, tools, toolTokens: 57 };
+    const expected = { tokens: stub.countPrompt({ messages }, 'chat') + 57, toolsEstimated: true };
+    expect(await tokenizeCount(client, withTools)).toEqual(expected);
+    expect(await tokenizeCount(client, withTools)).toEqual(expected);
+    // The refusal is learned: the third count does not send the tools again.
+    expect(stub.requests.map((r) => r.status)).toEqual([200, 400, 200, 200]);
+  });
+
+  it('llama.cpp: once the template route worked, later counts skip the flat /tokenize', async () => {
+    await start('llamacpp');
+    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: 1000 };
+    const first = await tokenizeCount(client, opts);
+    const second = await tokenizeCount(client, opts);
+    expect(second).toEqual(first);
+    expect(stub.requests.map((r) => r.path)).toEqual([
+      '/tokenize',
+      '/apply-template',
+      '/tokenize',
+      '/apply-template',
+      '/tokenize',
+    ]);
+  });
+
+  it('asks with both shapes again after an answer of the other shape (the upstream was replaced)', async () => {
+    await start('vllm');
+    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: 1000 };
+    await tokenizeCount(client, opts);
+    const vllmOrigin = stub.url;
+    await stub.close();
+    stub = await startStub({ flavor: 'llamacpp', port: Number(new URL(vllmOrigin).port) });
+    // The learned vLLM shape gets no {count}: this count falls back to the estimate, and the next one probes again.
+    expect(await tokenizeCount(client, opts)).toBeUndefined();
+    const again = await tokenizeCount(client, opts);
+    expect(again!.tokens).toBeGreaterThan(stub.countTokens(flatText));
+  });
+
   it('gives up after the timeout (the caller keeps its estimate)', async () => {
     await start('vllm', 500);
     const n = await tokenizeCount(client, {

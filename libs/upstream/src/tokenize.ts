@@ -24,6 +24,30 @@ function jsonWithRaw(
   return Buffer.concat(parts);
 }
 
+/**
+ * What an upstream's tokenizer turned out to be, per model, once it answered: vLLM's (`count`, and whether it takes
+ * `tools`) or llama.cpp's (`template`: /apply-template, then the prompt tokenized). Until then every first request
+ * carries both shapes (`messages` for vLLM, `content` for llama.cpp); after, only what that tokenizer reads, so a
+ * 128k-token conversation is not sent twice over (and its flat text never built) on every count near the budget.
+ */
+type Learned = { kind: 'count'; tools: boolean } | { kind: 'template' };
+
+const LEARNED_MODELS = 256;
+const learnedByClient = new WeakMap<UpstreamClient, Map<string, Learned>>();
+
+function learned(client: UpstreamClient, model: string): Learned | undefined {
+  return learnedByClient.get(client)?.get(model);
+}
+
+function learn(client: UpstreamClient, model: string, value: Learned | undefined): void {
+  let models = learnedByClient.get(client);
+  if (!models) learnedByClient.set(client, (models = new Map<string, Learned>()));
+  models.delete(model);
+  if (value === undefined) return;
+  models.set(model, value);
+  if (models.size > LEARNED_MODELS) models.delete(models.keys().next().value ?? '');
+}
+
 /** An exact count, and whether the tools in it had to be estimated (the route could not take them). */
 export interface TokenizeResult {
   tokens: number;
@@ -49,7 +73,8 @@ export async function tokenizeCount(
     messages: unknown[];
     /** The same messages (and tools) as the client sent their JSON: sent as they are instead of serialised again. */
     raw?: { messages: Buffer; tools?: Buffer };
-    flatText: string;
+    /** The messages' text, for a tokenizer that reads `content` (llama.cpp); built only when it is sent. */
+    flatText: string | (() => string);
     /** The request's `tools`, when it has any and they count. */
     tools?: unknown;
     /** The estimate of those tools, added where the route could not count them. */
@@ -90,8 +115,44 @@ export async function tokenizeCount(
   const withTools = (n: number): TokenizeResult => ({ tokens: n, toolsEstimated: false });
   const estimatedTools = (n: number): TokenizeResult =>
     hasTools ? { tokens: n + (opts.toolTokens ?? 0), toolsEstimated: true } : withTools(n);
+  const templatedCount = async (): Promise<number | undefined> => {
+    const rendered = await post(
+      '/apply-template',
+      hasTools ? { messages: opts.messages, tools: opts.tools } : { messages: opts.messages },
+    ).catch(() => undefined);
+    const prompt = rendered?.body?.prompt;
+    if (typeof prompt !== 'string') return undefined;
+    const tokens = (await post('/tokenize', { content: prompt })).body?.tokens;
+    return Array.isArray(tokens) ? tokens.length : undefined;
+  };
+  const known = learned(client, opts.model);
   try {
-    const base = { model: opts.model, messages: opts.messages, content: opts.flatText };
+    if (known) {
+      // Only what this tokenizer reads. An answer of another shape (the upstream was replaced) forgets what was
+      // learned: the estimate stands this once, and the next count asks with both shapes again.
+      if (known.kind === 'template') {
+        const n = await templatedCount();
+        if (n === undefined) learn(client, opts.model, undefined);
+        return n === undefined ? undefined : withTools(n);
+      }
+      const vllm = { model: opts.model, messages: opts.messages };
+      let toolsSent = hasTools && known.tools;
+      let reply = await post('/tokenize', toolsSent ? { ...vllm, tools: opts.tools } : vllm);
+      if (!reply.body && toolsSent && reply.status >= 400 && reply.status < 500) {
+        // Its first counts had no tools to send: this is where it turns out not to take them.
+        reply = await post('/tokenize', vllm);
+        toolsSent = false;
+        if (typeof reply.body?.count === 'number') learn(client, opts.model, { kind: 'count', tools: false });
+      }
+      const answer = reply.body;
+      if (typeof answer?.count !== 'number') {
+        learn(client, opts.model, undefined);
+        return undefined;
+      }
+      return toolsSent || !hasTools ? withTools(answer.count) : estimatedTools(answer.count);
+    }
+    const flatText = typeof opts.flatText === 'string' ? opts.flatText : opts.flatText();
+    const base = { model: opts.model, messages: opts.messages, content: flatText };
     let first = await post('/tokenize', hasTools ? { ...base, tools: opts.tools } : base);
     let toolsCounted = hasTools;
     if (!first.body && hasTools && first.status >= 400 && first.status < 500) {
@@ -101,18 +162,16 @@ export async function tokenizeCount(
     }
     const answer = first.body;
     if (!answer) return undefined;
-    if (typeof answer.count === 'number')
+    if (typeof answer.count === 'number') {
+      // Whether it takes tools is known only when there were tools to send; until then it is assumed to.
+      learn(client, opts.model, { kind: 'count', tools: toolsCounted || !hasTools });
       return toolsCounted ? withTools(answer.count) : estimatedTools(answer.count);
+    }
     if (!Array.isArray(answer.tokens)) return undefined;
-    const rendered = await post(
-      '/apply-template',
-      hasTools ? { messages: opts.messages, tools: opts.tools } : { messages: opts.messages },
-    ).catch(() => undefined);
-    const prompt = rendered?.body?.prompt;
-    if (typeof prompt !== 'string') return estimatedTools(answer.tokens.length);
-    const templated = await post('/tokenize', { content: prompt });
-    const tokens = templated.body?.tokens;
-    return Array.isArray(tokens) ? withTools(tokens.length) : estimatedTools(answer.tokens.length);
+    const n = await templatedCount();
+    if (n === undefined) return estimatedTools(answer.tokens.length);
+    learn(client, opts.model, { kind: 'template' });
+    return withTools(n);
   } catch {
     // Timed out or refused: an exact count is an optimisation, the estimate stands (count_source stays estimate).
     return undefined;

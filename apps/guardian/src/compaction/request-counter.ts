@@ -96,7 +96,7 @@ export class RequestCounter {
           model: conv.model,
           messages: conv.items,
           raw: rawOf(conv, tools),
-          flatText: conv.messages.map((m) => m.text).join('\n'),
+          flatText: () => conv.messages.map((m) => m.text).join('\n'),
           tools,
           toolTokens: tools === undefined ? 0 : tokensForChars(jsonChars(tools), est.counter),
           headers,

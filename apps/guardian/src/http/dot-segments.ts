@@ -1,9 +1,10 @@
 /**
  * Dot segments in a request path (`/v1/../x`, `/v1/./models`, and their `%2e` spellings), removed before anything
  * routes on the path (RFC 3986 §5.2.4, as nginx and browsers do). Without this guardian would decide on one path
- * (`/v1/..` is "proxied", `/guardian/../v1/chat/completions` is "its own") while the upstream or Fastify resolved
- * another; and `/v1/../x` would reach past an upstream mounted under a prefix (`GUARDIAN_UPSTREAM_URL` with
- * `/openai/v1`). Guardian never refuses such a path (ARCHITECTURE.md#fail-open): it serves the one it resolves to.
+ * (`/v1/../guardian/stats` is "proxied") while the upstream resolved another; and `/v1/../x` would reach past an
+ * upstream mounted under a prefix (`GUARDIAN_UPSTREAM_URL` with `/openai/v1`). Guardian never refuses such a path
+ * (ARCHITECTURE.md#fail-open): it serves the one it resolves to. A path written under `/guardian` is not resolved
+ * (bootstrap.ts): it stays guardian's own, and is never forwarded.
  */
 export function withoutDotSegments(url: string): string {
   // The hot path: nearly every request has no dot segment, and pays a scan or two of a short string.
