@@ -111,7 +111,11 @@ describe('tokenizeCount against a real stub', () => {
     expect(second).toEqual(first);
     expect(third).toEqual({ tokens: stub.countPrompt({ messages, tools }, 'chat'), toolsEstimated: false });
     expect(built).toBe(1);
-    const sent = stub.requests.map((r) => Object.keys(r.json as object).sort().join(','));
+    const sent = stub.requests.map((r) =>
+      Object.keys(r.json as object)
+        .sort()
+        .join(','),
+    );
     expect(sent).toEqual(['content,messages,model', 'messages,model', 'messages,model,tools']);
   });
 
