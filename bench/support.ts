@@ -1,7 +1,7 @@
 // Shared helpers of the benchmarks: statistics, child servers, result files.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
@@ -73,7 +73,14 @@ export function envNumber(name: string, fallback: number): number {
 
 export function machineLine(name: string): string {
   const cpu = cpus()[0]?.model ?? 'unknown cpu';
-  return `${name} ${new Date().toISOString()} node ${process.version}, ${cpus().length} x ${cpu}`;
+  return `${name} ${new Date().toISOString()} node ${process.version}, ${cpus().length} x ${cpu}, ${loadLine()}`;
+}
+
+/** The load average now (1, 5, 15 minutes): the machine is shared, and a figure is read beside the load it ran at. */
+export function loadLine(): string {
+  return `load ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`;
 }
 
 /** Writes the lines to bench/results/<file> under the working directory (npm runs scripts at the package root). */

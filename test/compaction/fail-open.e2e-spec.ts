@@ -129,6 +129,10 @@ describe('fail open', () => {
       );
       expect(spans[0]!.messages).toEqual(next.slice(1, next.length - tail.length));
     } finally {
+      // The span is sealed after the answer (ADR 0017): stop the sidecar before its folder goes, or the seal's last
+      // write races the removal (ENOTEMPTY under load).
+      await stack?.close();
+      stack = undefined;
       await rm(root, { recursive: true, force: true });
     }
   });

@@ -51,6 +51,7 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
   };
   if (!block) return { ...base, cut: 0, pins: [] };
   const summary = capSummary(block.summary, summaryMaxChars(ctx.budget, ctx.counter));
+  let last: { pins: readonly string[]; ledger: readonly string[]; text: string } | undefined;
   const evicted = evictedIndexes(ctx.messages, 0, block.cut).length;
   const pins = carriedPins({
     byMessage: ctx.pinsBy,
@@ -71,8 +72,10 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
       maxChars: ctx.ledgerMaxChars,
       carried: pins,
     }),
-    renderBlock: (carriedPins, ledger) =>
-      renderSummaryBlock({
+    renderBlock: (carriedPins, ledger) => {
+      // The planner weighs the block with every pin, then the rebuild places the same block: the text is made once.
+      if (last && sameStrings(last.pins, carriedPins) && sameStrings(last.ledger, ledger)) return last.text;
+      const text = renderSummaryBlock({
         summary,
         evictedMessages: evicted,
         spans: block.spans,
@@ -80,7 +83,10 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
         deferred: block.deferred,
         pins: carriedPins,
         ledger,
-      }),
+      });
+      last = { pins: [...carriedPins], ledger: [...ledger], text };
+      return text;
+    },
   };
 }
 
@@ -103,4 +109,10 @@ export function nextBlockSource(ctx: BlockContext, memo: BlockSource | undefined
 export function fullBlockTokens(ctx: BlockContext, block: BlockSource): number {
   const input = rebuildInput(ctx, block);
   return blockTokens(input.renderBlock?.(input.pins, input.ledger ?? []), ctx.counter);
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -8,25 +8,30 @@ import type { NeutralMessage } from './types';
  * (Anthropic requires it; chat templates expect it).
  */
 export function allowedCuts(messages: readonly NeutralMessage[]): boolean[] {
+  // Plain loops and one pass for the role rule: a memo-hit turn of 354 messages asked for this twice and spent
+  // 80 us in the closures of the forEach version (issue 16).
   const n = messages.length;
-  const allowed: boolean[] = new Array<boolean>(n + 1).fill(true);
+  const allowed: boolean[] = new Array<boolean>(n + 1);
   const callAt = new Map<string, number>();
-  messages.forEach((m, i) => m.callIds.forEach((id) => callAt.set(id, i)));
+  let firstEvictable = -1;
+  for (let i = 0; i < n; i++) {
+    const m = messages[i]!;
+    allowed[i] = m.role === 'user';
+    if (firstEvictable === -1 && m.role !== 'system') firstEvictable = i;
+    for (const id of m.callIds) callAt.set(id, i);
+  }
   // Every cut strictly after a call and at or before its last result would split the pair.
-  messages.forEach((m, i) => {
-    for (const id of m.resultIds) {
+  for (let i = 0; i < n; i++) {
+    const ids = messages[i]!.resultIds;
+    for (const id of ids) {
       const c = callAt.get(id);
       if (c === undefined || c >= i) continue;
       for (let k = c + 1; k <= i; k++) allowed[k] = false;
     }
-  });
-  for (let k = 0; k < n; k++) {
-    if (messages[k]?.role !== 'user') allowed[k] = false;
   }
   allowed[n] = false; // evicting everything leaves nothing to answer
   // A cut that evicts nothing is not a cut: cut 0, and any cut at or before the first non-system message
   // (system messages are never evicted, so cut 1 after a leading system prompt would make an empty stretch).
-  const firstEvictable = messages.findIndex((m) => m.role !== 'system');
   for (let k = 0; k <= (firstEvictable === -1 ? n : firstEvictable); k++) allowed[k] = false;
   return allowed;
 }

@@ -130,12 +130,14 @@ export function capPins(pins: readonly string[], maxChars: number): string[] {
  * again (the app reuses it for bytes a client resent) never changes its text. A cache of a pure function, as the
  * ledger's: the results are the same without it.
  */
-const pinsOf = new WeakMap<NeutralMessage, string[]>();
+const pinsOf = new WeakMap<NeutralMessage, readonly string[]>();
+const NO_PINS: readonly string[] = Object.freeze([]);
 
 /** The pins each message asks for, index for index (only text a person typed can pin). */
-export function pinsByMessage(messages: readonly NeutralMessage[]): string[][] {
+export function pinsByMessage(messages: readonly NeutralMessage[]): (readonly string[])[] {
   return messages.map((m) => {
-    if (!m.userTyped || m.role !== 'user') return [];
+    // One shared empty list: most messages pin nothing, and a 354-message turn made 300 empty arrays.
+    if (!m.userTyped || m.role !== 'user') return NO_PINS;
     let found = pinsOf.get(m);
     if (found === undefined) {
       found = extractPins(m.text);

@@ -21,6 +21,11 @@ export interface PlanInput {
    * write (an upper bound: the summary is not written yet). Without it a new cut is never made deeper to fit.
    */
   newBlockTokens?: (cut: number) => number;
+  /**
+   * `allowedCuts(messages)`, when the caller has it already: one request is planned from chooseMemo, planCompaction and
+   * chooseCut, and each needed it (issue 16). Without it, each computes its own.
+   */
+  allowed?: readonly boolean[];
 }
 
 export type Plan =
@@ -66,7 +71,7 @@ export function chooseMemo<T extends { cut: number; summaryTokens: number }>(
   input: Omit<PlanInput, 'memo'>,
   memos: readonly T[],
 ): T | undefined {
-  const allowed = allowedCuts(input.messages);
+  const allowed = input.allowed ?? allowedCuts(input.messages);
   const usable = memos
     .filter((m) => m.cut > 0 && m.cut < input.messages.length && allowed[m.cut] === true)
     .sort((a, b) => a.cut - b.cut);
@@ -88,7 +93,10 @@ export function planCompaction(input: PlanInput): Plan {
 
   // A memoized cut that a later message made invalid (a result arriving after it for a call before it) is not reused:
   // tool pairs are never split, whatever the memo says.
-  const usable = memo !== undefined && memo.cut < messages.length && allowedCuts(messages)[memo.cut] === true;
+  const usable =
+    memo !== undefined &&
+    memo.cut < messages.length &&
+    (input.allowed ?? allowedCuts(messages))[memo.cut] === true;
   const from = usable ? memo.cut : 0;
   const reuseTokens = usable && from > 0 ? tokensAfterCut(input, from, memo.summaryTokens) : undefined;
   if (reuseTokens !== undefined && reuseTokens <= budget.budget)
@@ -108,7 +116,7 @@ export function planCompaction(input: PlanInput): Plan {
 export function chooseCut(input: PlanInput, from: number): number | undefined {
   const preferred = keepRecentCut(input, from);
   if (preferred === undefined || !input.newBlockTokens) return preferred;
-  const allowed = allowedCuts(input.messages);
+  const allowed = input.allowed ?? allowedCuts(input.messages);
   // Tokens of the kept tail for every cut, summed once from the end: a long session has thousands of messages.
   const n = input.messages.length;
   const tail = new Array<number>(n + 1).fill(0);
@@ -129,7 +137,7 @@ export function chooseCut(input: PlanInput, from: number): number | undefined {
 /** The cut that keeps about `keep.fraction` of (window - reserve), at least MIN_KEPT_MESSAGES, on an allowed cut. */
 function keepRecentCut(input: PlanInput, from: number): number | undefined {
   const { messages, counter, budget, keep } = input;
-  const allowed = allowedCuts(messages);
+  const allowed = input.allowed ?? allowedCuts(messages);
   const n = messages.length;
 
   // Walk back from the end to find the target cut.

@@ -74,7 +74,12 @@ export class CompactionEngine {
       this.precompactor.moved(ctx.session.hash, stretch.entry.cut);
     }
 
-    const withCut = stretch ? planRebuild(rebuildInput(block, blockSource(stretch.entry))) : undefined;
+    // The memo entry as it was weighed (not one reuse() or summarise() replaced): its rebuild input is made already.
+    const around =
+      stretch && stretch.entry === memo && planned.memoRebuild
+        ? planned.memoRebuild
+        : stretch && rebuildInput(block, blockSource(stretch.entry));
+    const withCut = around ? planRebuild(around) : undefined;
     const chosen = chooseRebuild(count.tokens, withCut, () => planRebuild(rebuildInput(block, undefined)));
     if (!chosen) return unchanged; // nothing could help without growing the request: forward it as sent
     // A stretch whose summary did not pay for itself stays archived and memoized; this request goes without it.

@@ -86,6 +86,67 @@ describe('ConversationReader', () => {
     expect(conversationPrefixHashes(second)).toEqual(fromScratch(chatAdapter, body).hashes);
   });
 
+  it('over sessions whose clients edit, rewrite and extend their history, reads what a fresh parse reads', () => {
+    // Issue 16: one compare stands for last turn's items when the request repeats or extends them; an edit anywhere
+    // (at the same length too), a dropped item, another model or tools must still be read afresh.
+    type Step =
+      | { kind: 'append'; turns: number }
+      | { kind: 'edit'; at: number; sameLength: boolean }
+      | { kind: 'drop'; at: number }
+      | { kind: 'model' | 'tools' | 'repeat' };
+    const step: fc.Arbitrary<Step> = fc.oneof(
+      {
+        weight: 4,
+        arbitrary: fc.record({ kind: fc.constant('append' as const), turns: fc.integer({ min: 1, max: 3 }) }),
+      },
+      {
+        weight: 3,
+        arbitrary: fc.record({ kind: fc.constant('edit' as const), at: fc.nat(), sameLength: fc.boolean() }),
+      },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('drop' as const), at: fc.nat() }) },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constantFrom('model' as const, 'tools' as const, 'repeat' as const),
+        }),
+      },
+    );
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(step, { minLength: 1, maxLength: 12 }),
+        (start, steps) => {
+          const reader = new ConversationReader();
+          const body = chatTurns(start) as ReturnType<typeof chatTurns> & { model: string };
+          let n = start;
+          for (const s of [{ kind: 'repeat' } as Step, ...steps]) {
+            const items = body.messages as { role: string; content: string }[];
+            if (s.kind === 'append') for (let k = 0; k < s.turns; k++) items.push(...turn(++n));
+            else if (s.kind === 'edit' && items.length > 0) {
+              const i = s.at % items.length;
+              const was = items[i]!.content;
+              const content = s.sameLength
+                ? `${was.slice(0, -1)}${was.endsWith('#') ? '%' : '#'}`
+                : `${was} edited`;
+              items[i] = { ...items[i]!, content };
+            } else if (s.kind === 'drop' && items.length > 1) items.splice(s.at % items.length, 1);
+            else if (s.kind === 'model') body.model = `${body.model}x`;
+            else if (s.kind === 'tools')
+              body.tools = [...body.tools, { type: 'function', function: { name: 'cat' } }];
+            const c = conv(reader, chatAdapter, body);
+            const hashes = conversationPrefixHashes(c);
+            const expected = fromScratch(chatAdapter, body);
+            expect(c.items).toEqual(expected.items);
+            expect(c.messages).toEqual(expected.messages);
+            expect(c.fixedChars).toBe(expected.fixedChars);
+            expect(hashes).toEqual(expected.hashes);
+          }
+        },
+      ),
+      { numRuns: 120 },
+    );
+  });
+
   it('tells malformed JSON from a shape the engine does not take', () => {
     const reader = new ConversationReader();
     expect(reader.read(chatAdapter, Buffer.from('{"model":"m","messages":['), opts).kind).toBe('not-json');

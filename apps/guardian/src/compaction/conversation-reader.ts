@@ -62,10 +62,13 @@ export class ConversationReader {
     }
     const key = slotKey(adapter, body, o.fields, ranges, opts.sessionKey);
     const slot = key === undefined ? undefined : this.take(key);
-    const items: unknown[] = [];
-    const messages: NeutralMessage[] = [];
-    let same = 0;
-    for (let i = 0; i < ranges.length; i += 1) {
+    // A client resends its history as it was: one compare finds all of last turn's items unchanged, where one per item
+    // cost a tenth of a millisecond on a 354-item request (issue 16). Anything else is compared item by item.
+    const shared = slot ? sharedItems(body, ranges, slot) : 0;
+    const items: unknown[] = slot ? slot.items.slice(0, shared) : [];
+    const messages: NeutralMessage[] = slot ? slot.messages.slice(0, shared) : [];
+    let same = shared;
+    for (let i = shared; i < ranges.length; i += 1) {
       const r = ranges[i]!;
       const known = slot && sameBytes(body, r, slot, i) ? i : -1;
       if (known === i && same === i) same += 1;
@@ -160,6 +163,25 @@ function parseWhole(adapter: FormatAdapter, body: Buffer, opts: { countTools: bo
   return conv ? { kind: 'conversation', conv } : { kind: 'not-understood' };
 }
 
+/**
+ * How many leading items equal the slot's, when all the slot's items that the request resends are unchanged (the
+ * request repeats or extends the last one); else 0. Equal bytes from the first item on, scanned by the same outline,
+ * give the same items, so one compare of the whole stretch stands for one per item; the offsets are checked too.
+ */
+function sharedItems(body: Buffer, ranges: readonly Range[], slot: Slot): number {
+  const n = Math.min(ranges.length, slot.at.length);
+  const first = ranges[0];
+  const base = slot.at[0];
+  if (n === 0 || !first || base === undefined) return 0;
+  for (let i = 0; i < n; i += 1) {
+    const r = ranges[i]!;
+    if (r.start - first.start !== slot.at[i]! - base || r.end - r.start !== slot.length[i]) return 0;
+  }
+  const end = ranges[n - 1]!.end;
+  const same = body.compare(slot.bytes, base, base + (end - first.start), first.start, end) === 0;
+  return same ? n : 0;
+}
+
 function sameBytes(body: Buffer, r: Range, slot: Slot, i: number): boolean {
   const at = slot.at[i];
   const length = slot.length[i];
@@ -194,11 +216,6 @@ function slotKey(
 export function requestBytes(json: Json, conv: ParsedConversation, itemsKey: string): Buffer {
   const raw = conv.raw;
   if (!raw) return Buffer.from(JSON.stringify(json));
-  const original = new Map<unknown, Range>();
-  conv.items.forEach((item, i) => {
-    const r = raw.items[i];
-    if (r && typeof item === 'object' && item !== null) original.set(item, r);
-  });
   // Pieces first (text to encode, or a range of the client's bytes), then one buffer of the total size: a Buffer per
   // comma was most of what writing a kept tail of a hundred messages cost.
   const parts: (string | Range)[] = ['{'];
@@ -209,14 +226,8 @@ export function requestBytes(json: Json, conv: ParsedConversation, itemsKey: str
     parts.push(`${first ? '' : ','}${JSON.stringify(key)}:`);
     first = false;
     const range = raw.fields.get(key);
-    if (key === itemsKey && Array.isArray(value)) {
-      parts.push('[');
-      value.forEach((item: unknown, i) => {
-        if (i > 0) parts.push(',');
-        parts.push(original.get(item) ?? JSON.stringify(item) ?? 'null');
-      });
-      parts.push(']');
-    } else if (range && value === conv.json[key]) parts.push(range);
+    if (key === itemsKey && Array.isArray(value)) itemParts(value, conv.items, raw.items, parts);
+    else if (range && value === conv.json[key]) parts.push(range);
     else parts.push(JSON.stringify(value) ?? 'null');
   }
   parts.push('}');
@@ -230,4 +241,49 @@ export function requestBytes(json: Json, conv: ParsedConversation, itemsKey: str
     else at += raw.body.copy(out, at, part.start, part.end);
   }
   return out;
+}
+
+/**
+ * The items array's pieces: an item kept unchanged is the client's bytes, and a run of them that sat side by side
+ * (one comma between) is one range, so the kept tail is one copy rather than one per item (issue 16). Kept items come
+ * in the client's order, so each is looked for from where the last one was found.
+ */
+function itemParts(
+  value: readonly unknown[],
+  items: readonly unknown[],
+  ranges: readonly Range[],
+  parts: (string | Range)[],
+): void {
+  parts.push('[');
+  let next = 0;
+  let open: Range | undefined;
+  let openEnd = -1;
+  for (let k = 0; k < value.length; k += 1) {
+    const item = value[k];
+    let found = -1;
+    if (typeof item === 'object' && item !== null)
+      for (let j = next; j < items.length; j += 1)
+        if (items[j] === item) {
+          found = j;
+          break;
+        }
+    const r = found === -1 ? undefined : ranges[found];
+    if (r && open && found === openEnd + 1 && r.start === open.end + 1) {
+      // The next item of the run: the byte between is the comma the client wrote.
+      open.end = r.end;
+      openEnd = found;
+      next = found + 1;
+      continue;
+    }
+    if (open) parts.push(open);
+    open = undefined;
+    if (k > 0) parts.push(',');
+    if (r) {
+      open = { start: r.start, end: r.end };
+      openEnd = found;
+      next = found + 1;
+    } else parts.push(JSON.stringify(item) ?? 'null');
+  }
+  if (open) parts.push(open);
+  parts.push(']');
 }

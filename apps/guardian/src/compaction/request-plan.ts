@@ -1,11 +1,15 @@
 import {
+  allowedCuts,
+  blockTokens,
   chooseMemo,
   fullBlockTokens,
   nextBlockSource,
   pinsByMessage,
+  rebuildInput,
   type BlockContext,
   type BlockSource,
   type PlanInput,
+  type RebuildInput,
 } from '@guardian/compaction';
 import type { MemoEntry } from '@guardian/memo';
 
@@ -17,6 +21,8 @@ import { pendingStart } from './stretch-service';
 export interface RequestPlanInput {
   block: BlockContext;
   memo?: MemoEntry;
+  /** `rebuildInput(block, blockSource(memo))`, made while weighing the memo: the rebuild around a reused cut. */
+  memoRebuild?: RebuildInput;
   input: PlanInput;
 }
 
@@ -48,19 +54,25 @@ export function requestPlanInput(
     budget,
     keep: compaction.keepRecent,
     requestTokens: count.tokens,
+    allowed: allowedCuts(conv.messages),
   };
   const chosen = chooseMemo(
     base,
-    entries.map((entry) => ({
-      entry,
-      cut: entry.cut,
-      summaryTokens: fullBlockTokens(block, blockSource(entry)),
-    })),
+    entries.map((entry) => {
+      // fullBlockTokens, keeping the rebuild input it makes: a memo hit rebuilds around this very block.
+      const rebuild = rebuildInput(block, blockSource(entry));
+      const summaryTokens = blockTokens(
+        rebuild.renderBlock?.(rebuild.pins, rebuild.ledger ?? []),
+        count.counter,
+      );
+      return { entry, cut: entry.cut, summaryTokens, rebuild };
+    }),
   );
   const memoSource = chosen ? blockSource(chosen.entry) : undefined;
   return {
     block,
     memo: chosen?.entry,
+    memoRebuild: chosen?.rebuild,
     input: {
       ...base,
       memo: chosen ? { cut: chosen.cut, summaryTokens: chosen.summaryTokens } : undefined,

@@ -129,9 +129,11 @@ export function str(v: unknown): string {
  * prefix hashes then), so a request that fits costs no hashing. Canonical JSON: key order never splits a conversation.
  */
 export function fillDigests(conv: ParsedConversation): void {
-  conv.messages.forEach((m, i) => {
-    if (!m.digest) m.digest = canonicalDigest(conv.items[i]);
-  });
+  const { messages, items } = conv;
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (!m.digest) m.digest = canonicalDigest(items[i]);
+  }
 }
 
 export function jsonChars(v: unknown): number {
