@@ -195,8 +195,8 @@ async function soakOnce(
     process.env.BENCH_PROFILE === '1' ? mkdtempSync(join(tmpdir(), 'cg-soak-prof-')) : undefined;
   const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const sidecar = await startSidecar(stub.url, { GUARDIAN_RESERVE_OUTPUT: '1024', ...env }, nodeArgs, main);
-  const envWords = Object.entries(env).map(([k, v]) => `${k}=${v}`);
-  out(`-- ${name}${envWords.length > 0 ? ` (${envWords.join(' ')})` : ''}`);
+  const added = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+  out(`-- ${name}${added.length > 0 ? ` (${added.join(' ')})` : ''}`);
   try {
     const rss = new RssSampler(sidecar.pid, 200);
     const idleLoop = loopSampler(sidecar.url);
