@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
-import { Calibration, computeBudget, sizeProvesFit } from '@guardian/compaction';
+import { Calibration, computeBudget, sizeProvesFit, type BudgetInfo } from '@guardian/compaction';
 
 import { GuardianConfig } from '../config/guardian-config';
 import type { AnswerFacts } from './answer-bookkeeping';
@@ -52,11 +52,33 @@ export class FastPath {
     private readonly counter: RequestCounter,
   ) {}
 
+  /** The budget of a window (the seed's rule); one function, so the window service can cache its largest. */
+  private readonly budgetOf = (window: number): BudgetInfo => {
+    const { threshold, reserveOutput } = this.config.compaction;
+    return computeBudget(window, threshold, reserveOutput);
+  };
+
+  /** The size proof: `bytes` at the calibration's worst factor fits well inside `budget`. */
+  private fits(bytes: number, budget: BudgetInfo): boolean {
+    const { compaction, summariser } = this.config;
+    return sizeProvesFit({
+      bytes,
+      charsPerToken: compaction.charsPerToken,
+      budget,
+      nearBudget: NEAR_BUDGET,
+      precompactThreshold: summariser.memo ? summariser.precompact.threshold : 0,
+      maxFactor: Calibration.MAX_FACTOR,
+    });
+  }
+
   decide(input: PrepareInput, adapter: FormatAdapter): FastDecision | undefined {
-    const { compaction, summariser, archive } = this.config;
+    const { compaction, archive } = this.config;
     // The capture journal records every message: only the full path has them.
     if (archive.capture !== 'off') return undefined;
     const body = input.body;
+    // Cheapest first: a body the size proof rejects even at the largest budget of any known window cannot be proven
+    // to fit whatever its model is (every turn of a long conversation): no marker search, no outline.
+    if (!this.fits(body.length, this.windows.largestBudget(this.budgetOf))) return undefined;
     const markers = FIXED_SIZE_MARKERS[input.route] ?? [];
     for (const m of markers) if (body.indexOf(m) !== -1) return undefined;
     const itemsKey = ITEMS[input.route] ?? 'messages';
@@ -71,15 +93,7 @@ export class FastPath {
     if (compaction.calibrate && !this.counter.isCalibrated(model)) return undefined;
     const window = this.windows.known(model);
     if (!window) return undefined;
-    const fits = sizeProvesFit({
-      bytes: body.length,
-      charsPerToken: compaction.charsPerToken,
-      budget: computeBudget(window.window, compaction.threshold, compaction.reserveOutput),
-      nearBudget: NEAR_BUDGET,
-      precompactThreshold: summariser.memo ? summariser.precompact.threshold : 0,
-      maxFactor: Calibration.MAX_FACTOR,
-    });
-    if (!fits) return undefined;
+    if (!this.fits(body.length, this.budgetOf(window.window))) return undefined;
     const session =
       input.sessionHeader.kind === 'value'
         ? resolveSession(input.sessionHeader, model, [], '', input.owner)

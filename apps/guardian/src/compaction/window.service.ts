@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
+import type { BudgetInfo } from '@guardian/compaction';
 import { detectWindow, type HeaderMap, UpstreamClient } from '@guardian/upstream';
 
 import { GuardianConfig } from '../config/guardian-config';
@@ -52,6 +53,8 @@ export function trackableModel(model: string): boolean {
 export class WindowService {
   private readonly pending = new Map<string, Promise<WindowInfo>>();
   private readonly budget = new DiscoveryBudget();
+  private largest:
+    { version: number; budgetOf: (window: number) => BudgetInfo; budget: BudgetInfo } | undefined;
 
   constructor(
     private readonly config: GuardianConfig,
@@ -87,6 +90,23 @@ export class WindowService {
       return this.remember(model, { window: fixed, source: 'env' });
     }
     return known;
+  }
+
+  /**
+   * The largest `budgetOf(window)` over every window `known()` can answer today (the remembered ones, and the
+   * configured or default one it gives a model it does not track). Taken over budgets, not windows: a budget is not
+   * monotone in its window where the output reserve is clamped. Worked out again only when a window changed.
+   */
+  largestBudget(budgetOf: (window: number) => BudgetInfo): BudgetInfo {
+    const version = this.state.windowsVersion;
+    if (this.largest?.version === version && this.largest.budgetOf === budgetOf) return this.largest.budget;
+    let budget = budgetOf(this.config.compaction.window ?? DEFAULT_WINDOW);
+    for (const info of this.state.windows.values()) {
+      const b = budgetOf(info.window);
+      if (b.budget > budget.budget) budget = b;
+    }
+    this.largest = { version, budgetOf, budget };
+    return budget;
   }
 
   /** The upstream said the window is smaller than we thought: believe it from now on. */

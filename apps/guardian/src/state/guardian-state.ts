@@ -41,6 +41,8 @@ export class GuardianState {
   private readonly listeners = new Set<(e: GuardianEvent) => void>();
   /** Windows per model, most recently used last; bounded by {@link GuardianState.MAX_MODELS} (issue 12 defect 6). */
   readonly windows = new Map<string, WindowInfo>();
+  /** Goes up whenever a window is remembered or forgotten (not when one is only read). */
+  windowsVersion = 0;
   lastModel: string | undefined;
 
   // Counts that have a Prometheus series (compactions, reuses, fail-opens, ...) are kept there only, and
@@ -74,6 +76,7 @@ export class GuardianState {
 
   /** Remembers a model's window, forgetting the least recently used model beyond MAX_MODELS. */
   rememberWindow(model: string, info: WindowInfo): void {
+    this.windowsVersion += 1;
     this.windows.delete(model);
     this.windows.set(model, info);
     this.lastModel = model;
