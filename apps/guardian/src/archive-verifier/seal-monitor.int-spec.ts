@@ -77,6 +77,9 @@ describe('SealMonitor', () => {
 
   it('verifies at start, then finds a span of its own that was changed before it looked', async () => {
     await own.write(spanInput('one'));
+    // Ticks far apart: a tick between the write and the change below would verify the span before it was changed
+    // (it failed so under CI load with 20 ms ticks); the check after the change is the test's own.
+    monitor = newMonitor(60_000);
     monitor.start();
     await until(() => state.sealStatus === 'ok');
     const ref = await own.write(spanInput('two'));
