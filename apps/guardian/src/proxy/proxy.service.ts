@@ -23,7 +23,7 @@ import type { Exchange } from '../compaction/exchange';
 import { OverflowRecovery } from '../compaction/overflow-recovery';
 import { readSessionHeader, sessionRequiredMessage } from '../compaction/session';
 import { Observability } from '../observability/observability';
-import { requestTiming, type RequestTiming } from '../observability/request-timing';
+import { withRequestTiming, type RequestTiming } from '../observability/request-timing';
 import { ClientGone } from './client-gone';
 import { sendError, type ProxiedRequest, type ProxyHandler } from './proxy-front';
 
@@ -141,7 +141,7 @@ export class ProxyService implements ProxyHandler {
       else {
         // Guardian's own calls to the upstream while preparing (window, /tokenize, summaries) are timed apart.
         const timing: RequestTiming = { upstreamWaitMs: 0 };
-        exchange = await requestTiming.run(timing, () => this.compaction.prepare(input));
+        exchange = await withRequestTiming(timing, () => this.compaction.prepare(input));
         preparedMs = performance.now() - started - timing.upstreamWaitMs;
       }
     }
