@@ -188,8 +188,7 @@ export async function receiptsSummary(opts: {
   } else if (size.runs.length > 0) {
     verdicts = (await verifyArchive({ spanDir: opts.spanDir, anchorDir, scope: opts.scope })).runs;
   }
-  const verdict = { runs: verdicts };
-  const broken = verdict.runs.filter((r) => r.status === 'break').length;
+  const broken = verdicts.filter((r) => r.status === 'break').length;
   return {
     window: opts.since,
     compactions: totals.compactions,
@@ -198,7 +197,7 @@ export async function receiptsSummary(opts: {
     archive_bytes: size.windowBytes,
     runs: size.runs.length,
     runs_broken: broken,
-    sealed: verdict.runs.length > 0 && verdict.runs.every((r) => r.lines > 0),
+    sealed: verdicts.length > 0 && verdicts.every((r) => r.lines > 0),
     recall_calls: totals.recall_calls + totals.recall_tool_calls,
     recall_tool_calls: totals.recall_tool_calls,
     spans_opened: totals.spans_opened,

@@ -105,10 +105,21 @@ export function nextBlockSource(ctx: BlockContext, memo: BlockSource | undefined
   };
 }
 
-/** Tokens of a block with every pin and ledger entry it may carry: what the planner weighs a cut by. */
+/**
+ * A block weighed with every pin and ledger entry it may carry (what the planner weighs a cut by), with the rebuild
+ * input the weighing made: a memo hit rebuilds around that very block instead of making it again.
+ */
+export function weighBlock(ctx: BlockContext, block: BlockSource): { tokens: number; rebuild: RebuildInput } {
+  const rebuild = rebuildInput(ctx, block);
+  return {
+    tokens: blockTokens(rebuild.renderBlock?.(rebuild.pins, rebuild.ledger ?? []), ctx.counter),
+    rebuild,
+  };
+}
+
+/** Tokens of a block with every pin and ledger entry it may carry (weighBlock's tokens). */
 export function fullBlockTokens(ctx: BlockContext, block: BlockSource): number {
-  const input = rebuildInput(ctx, block);
-  return blockTokens(input.renderBlock?.(input.pins, input.ledger ?? []), ctx.counter);
+  return weighBlock(ctx, block).tokens;
 }
 
 function sameStrings(a: readonly string[], b: readonly string[]): boolean {

@@ -1,19 +1,14 @@
 import fc from 'fast-check';
 
+import { buildSession, type SessionOp } from '../../../test/support/neutral-sessions';
 import { allowedCuts, evictedIndexes } from './cuts';
 import { requestChars, tokensForChars } from './estimate';
 import { MIN_KEPT_MESSAGES, planCompaction, tokensAfterCut, type PlanInput } from './planner';
 import type { BudgetInfo, Counter, NeutralMessage } from './types';
 
-// Random conversations with tool calls: assistants open 1-3 calls whose results come later in random order,
-// sometimes after user messages (or inside a user message, as Anthropic tool_result blocks); system anywhere.
-type Op =
-  | { kind: 'user' | 'assistant' | 'system'; chars: number }
-  | { kind: 'calls'; count: number; chars: number }
-  | { kind: 'result' | 'user-result'; pick: number; chars: number };
-
+// Random conversations with tool calls (test/support/neutral-sessions.ts), without pins or standing instructions.
 const chars = fc.integer({ min: 5, max: 400 });
-const op: fc.Arbitrary<Op> = fc.oneof(
+const op: fc.Arbitrary<SessionOp> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('user' as const), chars }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('assistant' as const), chars }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('system' as const), chars }) },
@@ -29,53 +24,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('user-result' as const), pick: fc.nat(), chars }) },
 );
 
-function message(
-  role: NeutralMessage['role'],
-  size: number,
-  i: number,
-  ids: Partial<NeutralMessage> = {},
-): NeutralMessage {
-  return {
-    role,
-    text: `message ${i}`,
-    chars: size,
-    callIds: [],
-    resultIds: [],
-    toolCalls: [],
-    userTyped: role === 'user',
-    spillable: true,
-    digest: `d${i}`,
-    ...ids,
-  };
-}
-
-function build(ops: readonly Op[]): NeutralMessage[] {
-  const out: NeutralMessage[] = [];
-  const pending: string[] = [];
-  let next = 0;
-  for (const o of ops) {
-    const i = out.length;
-    if (o.kind === 'calls') {
-      const callIds = Array.from({ length: o.count }, () => `call_${next++}`);
-      pending.push(...callIds);
-      out.push(message('assistant', o.chars, i, { callIds }));
-    } else if (o.kind === 'result' || o.kind === 'user-result') {
-      if (pending.length === 0) continue;
-      const [id = ''] = pending.splice(o.pick % pending.length, 1);
-      out.push(
-        message(o.kind === 'result' ? 'tool' : 'user', o.chars, i, { resultIds: [id], userTyped: false }),
-      );
-    } else {
-      out.push(message(o.kind, o.chars, i));
-    }
-  }
-  return out;
-}
-
 // Most requests open with a system prompt; some have none.
 const conversation = fc
   .tuple(fc.boolean(), fc.array(op, { minLength: 1, maxLength: 60 }))
-  .map(([lead, ops]) => build(lead ? [{ kind: 'system', chars: 200 }, ...ops] : ops));
+  .map(([lead, ops]) => buildSession(lead ? [{ kind: 'system', chars: 200 }, ...ops] : ops));
 
 const settings = fc.record({
   window: fc.integer({ min: 1500, max: 6000 }),

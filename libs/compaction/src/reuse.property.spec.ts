@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 
+import { buildSession, type SessionOp } from '../../../test/support/neutral-sessions';
 import { nextBlockSource, rebuildInput, type BlockContext, type BlockSource } from './block-plan';
 import { allowedCuts } from './cuts';
 import { pinsByMessage } from './pins';
@@ -30,13 +31,10 @@ function allowedCutsFromScratch(messages: readonly NeutralMessage[]): boolean[] 
   return allowed;
 }
 
-type Op =
-  | { kind: 'user' | 'assistant' | 'system'; chars: number; pin: boolean; rule: boolean }
-  | { kind: 'calls'; count: number; chars: number }
-  | { kind: 'result' | 'user-result'; pick: number; chars: number };
-
+// Sessions with tool calls answered in any order, pins and standing instructions in what the user typed
+// (test/support/neutral-sessions.ts).
 const chars = fc.integer({ min: 5, max: 600 });
-const op: fc.Arbitrary<Op> = fc.oneof(
+const op: fc.Arbitrary<SessionOp> = fc.oneof(
   {
     weight: 4,
     arbitrary: fc.record({
@@ -67,55 +65,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('user-result' as const), pick: fc.nat(), chars }) },
 );
 
-function message(role: NeutralMessage['role'], size: number, i: number, more: Partial<NeutralMessage> = {}) {
-  const m: NeutralMessage = {
-    role,
-    text: `message ${i}`,
-    chars: size,
-    callIds: [],
-    resultIds: [],
-    toolCalls: [],
-    userTyped: role === 'user',
-    spillable: true,
-    digest: `d${i}`,
-    ...more,
-  };
-  return m;
-}
-
-/** A session with tool calls answered in any order, pins and standing instructions in what the user typed. */
-function build(ops: readonly Op[]): NeutralMessage[] {
-  const out: NeutralMessage[] = [];
-  const pending: string[] = [];
-  let next = 0;
-  for (const o of ops) {
-    const i = out.length;
-    if (o.kind === 'calls') {
-      const callIds = Array.from({ length: o.count }, () => `call_${next++}`);
-      pending.push(...callIds);
-      out.push(message('assistant', o.chars, i, { callIds }));
-    } else if (o.kind === 'result' || o.kind === 'user-result') {
-      if (pending.length === 0) continue;
-      const [id = ''] = pending.splice(o.pick % pending.length, 1);
-      out.push(
-        message(o.kind === 'result' ? 'tool' : 'user', o.chars, i, { resultIds: [id], userTyped: false }),
-      );
-    } else if ('pin' in o) {
-      const said = [
-        `message ${i}.`,
-        o.pin ? `Remember this: the port of service ${i} is ${1000 + i}.` : '',
-        o.rule ? `Always answer in the style number ${i}.` : '',
-      ].join(' ');
-      out.push(message(o.kind, Math.max(o.chars, said.length), i, { text: said }));
-    }
-  }
-  return out;
-}
-
 const session = fc
   .tuple(fc.boolean(), fc.array(op, { minLength: 1, maxLength: 80 }))
   .map(([lead, ops]) =>
-    build(lead ? [{ kind: 'system', chars: 200, pin: false, rule: false }, ...ops] : ops),
+    buildSession(lead ? [{ kind: 'system', chars: 200, pin: false, rule: false }, ...ops] : ops),
   );
 
 const setting = fc.record({

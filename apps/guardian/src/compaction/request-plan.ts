@@ -1,11 +1,10 @@
 import {
   allowedCuts,
-  blockTokens,
   chooseMemo,
   fullBlockTokens,
   nextBlockSource,
   pinsByMessage,
-  rebuildInput,
+  weighBlock,
   type BlockContext,
   type BlockSource,
   type PlanInput,
@@ -59,13 +58,8 @@ export function requestPlanInput(
   const chosen = chooseMemo(
     base,
     entries.map((entry) => {
-      // fullBlockTokens, keeping the rebuild input it makes: a memo hit rebuilds around this very block.
-      const rebuild = rebuildInput(block, blockSource(entry));
-      const summaryTokens = blockTokens(
-        rebuild.renderBlock?.(rebuild.pins, rebuild.ledger ?? []),
-        count.counter,
-      );
-      return { entry, cut: entry.cut, summaryTokens, rebuild };
+      const { tokens, rebuild } = weighBlock(block, blockSource(entry));
+      return { entry, cut: entry.cut, summaryTokens: tokens, rebuild };
     }),
   );
   const memoSource = chosen ? blockSource(chosen.entry) : undefined;
