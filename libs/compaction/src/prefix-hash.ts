@@ -1,10 +1,20 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 import type { NeutralMessage } from './types';
 
 /** sha256 hex of a string (session keys, digests). Hashing is computation, not I/O: it keeps this library pure. */
 export function hashText(text: string): string {
   return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * sha256 hex of the strings joined, without joining them: a joined string is flattened into one more copy when it is
+ * hashed, and a session key's parts hold a whole first message (a 1 MB paste made a 1 MB copy on every turn).
+ */
+export function hashTexts(...parts: string[]): string {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part);
+  return hash.digest('hex');
 }
 
 /**
@@ -24,33 +34,104 @@ export function sortedKeyJson(value: unknown): string {
  */
 export function canonicalDigest(value: unknown): string {
   const hash = createHash('sha256');
-  writeCanonical(value, (piece) => hash.update(piece));
+  // Small pieces (brackets, keys, short values) are gathered and hashed together; each update is a call into C++.
+  let pending = '';
+  writeCanonical(value, (piece) => {
+    if (piece.length >= SMALL_PIECE) {
+      if (pending !== '') hash.update(pending);
+      pending = '';
+      hash.update(piece);
+      return;
+    }
+    pending += piece;
+    if (pending.length >= GATHERED) {
+      hash.update(pending);
+      pending = '';
+    }
+  });
+  if (pending !== '') hash.update(pending);
   return hash.digest('hex');
 }
 
+/** A piece at least this long is hashed as it is; shorter ones are gathered up to GATHERED characters. */
+const SMALL_PIECE = 256;
+const GATHERED = 4096;
+
+/**
+ * What JSON.stringify writes differently from the characters themselves: a quote, a backslash, the control characters
+ * it must escape, and surrogates (ES2019 escapes lone ones; a paired one only takes the slower way).
+ */
+// eslint-disable-next-line no-control-regex -- the control characters are what this looks for
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * Writes `value` as sorted-key JSON, piece by piece. A string that needs no escape is written as it is between two
+ * quotes (JSON.stringify would copy it), an object's few keys are sorted in place, and a key's quoted piece is made
+ * once: hashing every message of a long history on each turn made these copies the compaction path's largest
+ * allocation.
+ */
 function writeCanonical(value: unknown, out: (piece: string) => void): void {
+  if (typeof value === 'string' && !NEEDS_ESCAPE.test(value)) {
+    out('"');
+    out(value);
+    out('"');
+    return;
+  }
   if (value === null || typeof value !== 'object') {
     out(JSON.stringify(value) ?? 'null');
     return;
   }
   if (Array.isArray(value)) {
     out('[');
-    value.forEach((v, i) => {
+    for (let i = 0; i < value.length; i += 1) {
       if (i > 0) out(',');
-      writeCanonical(v, out);
-    });
+      writeCanonical(value[i], out);
+    }
     out(']');
     return;
   }
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const object = value as Record<string, unknown>;
+  const keys = sortKeys(Object.keys(object));
   out('{');
-  entries.forEach(([k, v], i) => {
-    out(`${i > 0 ? ',' : ''}${JSON.stringify(k)}:`);
+  let first = true;
+  for (const key of keys) {
+    const v = object[key];
+    if (v === undefined) continue;
+    const piece = keyPiece(key);
+    out(first ? piece : `,${piece}`);
+    first = false;
     writeCanonical(v, out);
-  });
+  }
   out('}');
+}
+
+/**
+ * Keys in UTF-16 code unit order (as `<` compares). An item has a handful: sorted in place by insertion, which
+ * allocates nothing, where Array#sort allocated its work state on every object.
+ */
+function sortKeys(keys: string[]): string[] {
+  if (keys.length > 16) return keys.sort();
+  for (let i = 1; i < keys.length; i += 1) {
+    const key = keys[i]!;
+    let j = i - 1;
+    for (; j >= 0 && keys[j]! > key; j -= 1) keys[j + 1] = keys[j]!;
+    keys[j + 1] = key;
+  }
+  return keys;
+}
+
+/** `"key":` for each key seen, bounded: keys are few (role, content, type, text...) but the client chooses them. */
+const KEY_PIECES = new Map<string, string>();
+const MAX_KEY_PIECES = 512;
+
+function keyPiece(key: string): string {
+  let piece = KEY_PIECES.get(key);
+  if (piece === undefined) {
+    piece = `${JSON.stringify(key)}:`;
+    if (KEY_PIECES.size >= MAX_KEY_PIECES) KEY_PIECES.clear();
+    if (key.length <= 64) KEY_PIECES.set(key, piece);
+  }
+  return piece;
 }
 
 const PREFIX_SEED = 'context-guardian/prefix/v1';
@@ -67,13 +148,8 @@ export function prefixHashes(messages: readonly NeutralMessage[], known: readonl
   for (let i = out.length - 1; i < messages.length; i += 1) {
     const m = messages[i]!;
     const prev = out[out.length - 1] ?? '';
-    out.push(
-      createHash('sha256')
-        .update(prev)
-        .update(m.role === 'system' ? 's' : 'm')
-        .update(m.digest)
-        .digest('hex'),
-    );
+    // One call: the three parts joined hash as the three updates did, without a Hash object per message.
+    out.push(hash('sha256', `${prev}${m.role === 'system' ? 's' : 'm'}${m.digest}`));
   }
   return out;
 }

@@ -1,5 +1,5 @@
 import { sessionHash as storedSessionHash } from '@guardian/archive';
-import { hashText, type NeutralMessage } from '@guardian/compaction';
+import { hashTexts, type NeutralMessage } from '@guardian/compaction';
 
 import { isObject, str, type ParsedConversation } from '../formats/format-adapter';
 
@@ -103,7 +103,7 @@ export function resolveSession(
   if (header.kind === 'value') return { ...scoped(header.value), fromHeader: true };
   const system = firstSystem || messages.find((m) => m.role === 'system')?.text || '';
   const user = messages.find((m) => m.role === 'user')?.text ?? '';
-  const key = `derived:${hashText(`${model}\n${system}\n${user}`).slice(0, 16)}`;
+  const key = `derived:${hashTexts(model, '\n', system, '\n', user).slice(0, 16)}`;
   const session: ResolvedSession = { ...scoped(key), fromHeader: false };
   if (header.kind === 'ignored') session.ignored = { reason: header.reason, warning: header.warning };
   return session;
