@@ -117,4 +117,41 @@ describe('outline', () => {
       ),
     );
   });
+
+  it('takes a scalar exactly when JSON.parse does (numbers, literals, near misses)', () => {
+    const piece = fc.constantFrom(
+      '-',
+      '+',
+      '0',
+      '1',
+      '9',
+      '.',
+      'e',
+      'E',
+      'true',
+      'false',
+      'null',
+      'nul',
+      'x',
+      '00',
+    );
+    fc.assert(
+      fc.property(
+        fc.array(piece, { minLength: 1, maxLength: 7 }),
+        fc.constantFrom('', ' ', '\n'),
+        (parts, pad) => {
+          const token = parts.join('');
+          let valid = true;
+          try {
+            JSON.parse(token);
+          } catch {
+            valid = false;
+          }
+          for (const text of [`{"a":${token}${pad}}`, `{"a":[${token},1]}`, `{"b":{"c":${token}}}`])
+            expect(outline(buf(text)) !== undefined).toBe(valid);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
 });

@@ -94,6 +94,8 @@ export function rangeHas(body: Buffer, r: Range, needle: string): boolean {
 
 class Scanner {
   private i = 0;
+  /** `nested`'s stack of closers, one for the whole body: a new one per item was most of what an outline allocated. */
+  private readonly closers: number[] = [];
 
   constructor(
     private readonly b: Buffer,
@@ -181,7 +183,8 @@ class Scanner {
   private nested(): void {
     const b = this.b;
     // Per open bracket: its closer, and whether the next thing is a key (objects) or a value.
-    const closers: number[] = [];
+    const closers = this.closers;
+    closers.length = 0;
     let wantKey = false;
     let afterItem = false;
     for (;;) {
@@ -250,7 +253,7 @@ class Scanner {
     }
   }
 
-  /** A number, `true`, `false` or `null`. */
+  /** A number, `true`, `false` or `null`, checked on the bytes (a string per scalar was most of an outline's garbage). */
   private scalar(): void {
     const b = this.b;
     const start = this.i;
@@ -260,8 +263,7 @@ class Scanner {
       if (c === undefined || c === COMMA || c === CLOSE_OBJECT || c === CLOSE_ARRAY || isSpace(c)) break;
       end += 1;
     }
-    const token = b.toString('latin1', start, end);
-    if (token !== 'true' && token !== 'false' && token !== 'null' && !NUMBER.test(token)) throw new NotJson();
+    if (!isLiteral(b, start, end) && !isNumber(b, start, end)) throw new NotJson();
     this.i = end;
   }
 
@@ -275,5 +277,33 @@ class Scanner {
   }
 }
 
-/** RFC 8259 §6. */
-const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+const LITERALS = ['true', 'false', 'null'].map((l) => Buffer.from(l));
+
+function isLiteral(b: Buffer, start: number, end: number): boolean {
+  for (const l of LITERALS)
+    if (l.length === end - start && b.compare(l, 0, l.length, start, end) === 0) return true;
+  return false;
+}
+
+const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30 && c <= 0x39;
+
+/** RFC 8259 §6: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, the whole of [start, end). */
+function isNumber(b: Buffer, start: number, end: number): boolean {
+  let i = start;
+  if (b[i] === 0x2d) i += 1;
+  if (b[i] === 0x30) i += 1;
+  else if (isDigit(b[i])) while (i < end && isDigit(b[i])) i += 1;
+  else return false;
+  if (i < end && b[i] === 0x2e) {
+    i += 1;
+    if (!(i < end && isDigit(b[i]))) return false;
+    while (i < end && isDigit(b[i])) i += 1;
+  }
+  if (i < end && (b[i] === 0x65 || b[i] === 0x45)) {
+    i += 1;
+    if (i < end && (b[i] === 0x2b || b[i] === 0x2d)) i += 1;
+    if (!(i < end && isDigit(b[i]))) return false;
+    while (i < end && isDigit(b[i])) i += 1;
+  }
+  return i === end;
+}
