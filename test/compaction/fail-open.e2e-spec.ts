@@ -72,6 +72,28 @@ describe('fail open', () => {
     expect(((await stats(stack)).fail_open as Json).summarise).toBe(1);
   });
 
+  it('hangs up on the summariser when the client goes away while guardian waits for its summary', async () => {
+    stack = await startStack({ stub: { flavor: 'vllm', window: 8192, summaryDelayMs: 5_000 }, env: ENV });
+    const client = new AbortController();
+    const pending = fetch(`${stack.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'stub-model', messages: overBudget(8) }),
+      signal: client.signal,
+    }).catch((err: unknown) => err);
+    const until = async (done: () => boolean): Promise<void> => {
+      for (const deadline = Date.now() + 4_000; !done() && Date.now() < deadline;)
+        await new Promise((r) => setTimeout(r, 20));
+    };
+    await until(() => summaryCalls(stack!.stub).length === 1);
+    client.abort();
+    expect(await pending).toMatchObject({ name: 'AbortError' });
+    await until(() => summaryCalls(stack!.stub)[0]?.aborted === true);
+    // Well before the summariser's 5 s: guardian hung up on it, and nothing was forwarded for a client that left.
+    expect(summaryCalls(stack.stub)).toMatchObject([{ aborted: true }]);
+    expect(forwarded(stack.stub)).toEqual([]);
+  });
+
   it('asks once more for a summary shorter than GUARDIAN_MIN_SUMMARY_CHARS, then compacts', async () => {
     stack = await startStack({ stub: { flavor: 'vllm', window: 8192 }, env: ENV });
     stack.stub.failNext(200, {

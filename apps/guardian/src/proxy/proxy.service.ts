@@ -16,7 +16,7 @@ import {
 import { AccessPolicy } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianError } from '../http/http-error';
-import { ownedRoute } from '../formats/owned-route';
+import { ownedRoute, type OwnedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
 import type { PrepareInput } from '../compaction/compaction-context';
 import type { Exchange } from '../compaction/exchange';
@@ -121,20 +121,19 @@ export class ProxyService implements ProxyHandler {
     let exchange: Exchange | undefined;
     let preparedMs = 0;
     if (route && p.body) {
-      const input: PrepareInput = {
-        route,
-        url,
-        headers: req.headers,
-        upstreamHeaders: headers,
-        body: p.body,
-        sessionHeader,
-        owner: verdict.value,
-        // Made on first use: the fast path never calls the upstream on its own.
-        get signal() {
-          return gone.signal;
+      const input = new EdgeInput(
+        {
+          route,
+          url,
+          headers: req.headers,
+          upstreamHeaders: headers,
+          body: p.body,
+          sessionHeader,
+          owner: verdict.value,
+          reqId: p.id,
         },
-        reqId: p.id,
-      };
+        gone,
+      );
       // A request whose size alone proves it fits is decided without parsing or waiting (ADR 0013).
       exchange = this.compaction.fastPath(input);
       if (exchange) preparedMs = performance.now() - started;
@@ -211,6 +210,40 @@ export class ProxyService implements ProxyHandler {
     this.obs.logger.warn({ reqId: p.id, code: e.code, path: path.split('?')[0] }, 'upstream request failed');
     if (p.res.headersSent || p.res.destroyed) return;
     sendError(p.req, p.res, e);
+  }
+}
+
+/**
+ * What compaction is given of one proxied request. A class for the sake of `signal`, made on first use (the fast path
+ * never calls the upstream on its own): as a getter on the prototype it costs nothing, where an object literal with a
+ * getter is a dictionary-mode object, about 0.4 us to make, and every later read of it a hash lookup.
+ */
+class EdgeInput implements PrepareInput {
+  readonly route: OwnedRoute;
+  readonly url: string;
+  readonly headers: PrepareInput['headers'];
+  readonly upstreamHeaders: PrepareInput['upstreamHeaders'];
+  readonly body: Buffer;
+  readonly sessionHeader: PrepareInput['sessionHeader'];
+  readonly owner: PrepareInput['owner'];
+  readonly reqId: string;
+
+  constructor(
+    fields: Omit<PrepareInput, 'signal'>,
+    private readonly gone: ClientGone,
+  ) {
+    this.route = fields.route;
+    this.url = fields.url;
+    this.headers = fields.headers;
+    this.upstreamHeaders = fields.upstreamHeaders;
+    this.body = fields.body;
+    this.sessionHeader = fields.sessionHeader;
+    this.owner = fields.owner;
+    this.reqId = fields.reqId;
+  }
+
+  get signal(): AbortSignal {
+    return this.gone.signal;
   }
 }
 
