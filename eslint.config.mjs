@@ -88,7 +88,12 @@ export default tseslint.config(
   },
   {
     // Libraries that import no other library.
-    files: ['libs/telemetry/**/*.ts', 'libs/errors/**/*.ts', 'libs/config/**/*.ts'],
+    files: [
+      'libs/telemetry/**/*.ts',
+      'libs/errors/**/*.ts',
+      'libs/config/**/*.ts',
+      'libs/collections/**/*.ts',
+    ],
     ignores: ['**/*.spec.ts'],
     rules: {
       'no-restricted-imports': [

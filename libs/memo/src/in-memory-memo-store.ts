@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+
+import { LruMap } from '@guardian/collections';
+
 import { newerUsage, usageTime } from './memo-codec';
-import { LruMap } from './lru-map';
 import { MemoError } from './memo-error';
 import { MemoStore, type MemoEntry, type MemoLock, type UsageRecord } from './memo-store';
 
