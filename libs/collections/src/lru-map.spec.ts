@@ -62,9 +62,10 @@ describe('LruMap', () => {
     expect(map.newestFirst()).toEqual([3]);
   });
 
-  it('forgets a deleted key, and everything on clear', () => {
+  it('forgets a deleted key, says whether it was there, and forgets everything on clear', () => {
     const map = filled(3, ['a', 'b', 'c']);
-    map.delete('b');
+    expect(map.delete('b')).toBe(true);
+    expect(map.delete('b')).toBe(false);
     expect(map.peek('b')).toBeUndefined();
     map.set('d', 3);
     map.set('e', 4);
@@ -72,5 +73,17 @@ describe('LruMap', () => {
     map.clear();
     expect(map.size).toBe(0);
     expect(map.newestFirst()).toEqual([]);
+  });
+
+  it('lists entries least recently used first, and listing them uses none', () => {
+    const map = filled(3, ['a', 'b', 'c']);
+    map.get('a');
+    expect([...map.entries()]).toEqual([
+      ['b', 1],
+      ['c', 2],
+      ['a', 0],
+    ]);
+    map.set('d', 3);
+    expect([...map.entries()].map(([k]) => k)).toEqual(['c', 'a', 'd']);
   });
 });

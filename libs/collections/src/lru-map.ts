@@ -36,12 +36,18 @@ export class LruMap<K, V> {
     }
   }
 
-  delete(key: K): void {
-    this.map.delete(key);
+  /** True when the key was there. */
+  delete(key: K): boolean {
+    return this.map.delete(key);
   }
 
   clear(): void {
     this.map.clear();
+  }
+
+  /** Keys and values, least recently used first; iterating does not mark them as used. */
+  entries(): IterableIterator<[K, V]> {
+    return this.map.entries();
   }
 
   /** Values, most recently used first. */

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 
+import { LruMap } from '@guardian/collections';
+
 import { Observability } from '../observability/observability';
 
 /** Summary failures in a row, for one model, after which the summariser is left alone for a while. */
@@ -29,25 +31,23 @@ interface Circuit {
  */
 @Injectable()
 export class SummaryBreaker {
-  private readonly circuits = new Map<string, Circuit>();
+  /** Least recently touched (by a failure) first out; `allows` peeks, so asking does not keep a model. */
+  private readonly circuits = new LruMap<string, Circuit>(MAX_MODELS);
 
   constructor(private readonly obs: Observability) {}
 
   /** True when the summariser may be asked for this model now (closed, or open past its time: half open). */
   allows(model: string, now = Date.now()): boolean {
-    const c = this.circuits.get(model);
+    const c = this.circuits.peek(model);
     return !c || c.openUntil <= now;
   }
 
   success(model: string): void {
-    if (!this.circuits.has(model)) return;
-    this.circuits.delete(model);
-    this.publish();
+    if (this.circuits.delete(model)) this.publish();
   }
 
   failure(model: string, now = Date.now()): void {
-    const c = this.circuits.get(model) ?? { failures: 0, opened: 0, openUntil: 0 };
-    this.circuits.delete(model); // re-inserted last: the map is kept in least-recently-touched order
+    const c = this.circuits.peek(model) ?? { failures: 0, opened: 0, openUntil: 0 };
     const halfOpen = c.openUntil > 0;
     c.failures += 1;
     if (halfOpen || c.failures >= BREAKER_FAILURES) {
@@ -56,8 +56,7 @@ export class SummaryBreaker {
       c.opened += 1;
       this.obs.metrics.summariserCircuitOpened.inc();
     }
-    this.circuits.set(model, c);
-    while (this.circuits.size > MAX_MODELS) this.circuits.delete(this.circuits.keys().next().value ?? '');
+    this.circuits.set(model, c); // set last: the newest, and the oldest past MAX_MODELS is dropped
     this.publish();
   }
 
@@ -65,9 +64,9 @@ export class SummaryBreaker {
   private publish(now = Date.now()): void {
     const shown = this.obs.state.summariserCircuits;
     shown.clear();
-    for (const [model, c] of [...this.circuits].slice(-16)) shown.set(model, { ...c });
+    for (const [model, c] of [...this.circuits.entries()].slice(-16)) shown.set(model, { ...c });
     this.obs.metrics.summariserCircuitsOpen.set(
-      [...this.circuits.values()].filter((c) => c.openUntil > now).length,
+      this.circuits.newestFirst().filter((c) => c.openUntil > now).length,
     );
   }
 }
