@@ -27,6 +27,19 @@ describe('RequestCounter calibration table', () => {
     expect(counter.counterFor('m-256').factor).toBeCloseTo(1.2);
   });
 
+  it('keeps a model that is still sampled while 256 newer ones are calibrated', () => {
+    const counter = new RequestCounter(config, upstream);
+    calibrate(counter, 'busy');
+    for (let i = 1; i <= 256; i++) {
+      calibrate(counter, `m-${i}`);
+      if (i === 200) counter.observe('busy', 1200, 1000);
+    }
+    expect(counter.isCalibrated('busy')).toBe(true);
+    expect(counter.counterFor('busy').factor).toBeCloseTo(1.2);
+    expect(counter.isCalibrated('m-1')).toBe(false);
+    expect(counter.isCalibrated('m-2')).toBe(true);
+  });
+
   it('keeps nothing for a name over 256 characters', () => {
     const counter = new RequestCounter(config, upstream);
     const huge = 'x'.repeat(5000);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
+import { LruMap } from '@guardian/collections';
 import { Calibration, requestChars, tokensForChars, type Counter } from '@guardian/compaction';
 import { tokenizeCount, UpstreamClient, type HeaderMap } from '@guardian/upstream';
 
@@ -19,7 +20,10 @@ export interface RequestCount {
   counter: Counter;
 }
 
-/** Models calibrated at once; names are the client's to choose, so the map is bounded (issue 12 defect 6). */
+/**
+ * Models calibrated at once; names are the client's to choose, so the map is bounded (issue 12 defect 6). A usage
+ * sample marks its model as used; the model sampled least recently is forgotten first.
+ */
 const MAX_CALIBRATED_MODELS = 256;
 
 /** An estimate this close to the budget (either side) is worth an exact count. */
@@ -32,7 +36,7 @@ export const NEAR_BUDGET = 0.15;
  */
 @Injectable()
 export class RequestCounter {
-  private readonly calibrations = new Map<string, Calibration>();
+  private readonly calibrations = new LruMap<string, Calibration>(MAX_CALIBRATED_MODELS);
   /** Exact-count attempts that failed in a row, per route; after a few the upstream is taken to have no counter. */
   private readonly exactFailures = new Map<string, number>();
 
@@ -42,18 +46,18 @@ export class RequestCounter {
   ) {}
 
   counterFor(model: string): Counter {
-    const cal = this.calibrations.get(model);
+    const cal = this.calibrations.peek(model);
     const factor = this.config.compaction.calibrate && cal ? cal.factor : 1;
     return { charsPerToken: this.config.compaction.charsPerToken, factor };
   }
 
   /** No usage sample yet for this model: the estimate is unproven (the budget keeps a margin: RequestMeasure). */
   unproven(model: string): boolean {
-    return this.config.compaction.calibrate && (this.calibrations.get(model)?.samples ?? 0) === 0;
+    return this.config.compaction.calibrate && (this.calibrations.peek(model)?.samples ?? 0) === 0;
   }
 
   isCalibrated(model: string): boolean {
-    return this.config.compaction.calibrate && (this.calibrations.get(model)?.calibrated ?? false);
+    return this.config.compaction.calibrate && (this.calibrations.peek(model)?.calibrated ?? false);
   }
 
   estimate(conv: ParsedConversation): RequestCount {
@@ -125,9 +129,6 @@ export class RequestCounter {
     if (!cal) {
       cal = new Calibration();
       this.calibrations.set(model, cal);
-      const oldest = this.calibrations.keys().next();
-      if (this.calibrations.size > MAX_CALIBRATED_MODELS && oldest.done !== true)
-        this.calibrations.delete(oldest.value);
     }
     cal.observe(promptTokens, rawEstimate);
   }
