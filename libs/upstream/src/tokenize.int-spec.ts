@@ -146,6 +146,25 @@ describe('tokenizeCount against a real stub', () => {
     ]);
   });
 
+  it('keeps what it learned for a model still counted while 256 newer models are learned', async () => {
+    await start('vllm');
+    const count = (model: string) =>
+      tokenizeCount(client, { model, messages, flatText, headers: {}, timeoutMs: 1000 });
+    const lastSent = () =>
+      Object.keys(stub.requests.at(-1)!.json as object)
+        .sort()
+        .join(',');
+    await count('busy');
+    for (let i = 1; i <= 256; i++) {
+      await count(`m-${i}`);
+      if (i === 200) await count('busy');
+    }
+    await count('busy');
+    expect(lastSent()).toBe('messages,model');
+    await count('m-1');
+    expect(lastSent()).toBe('content,messages,model');
+  });
+
   it('asks with both shapes again after an answer of the other shape (the upstream was replaced)', async () => {
     await start('vllm');
     const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: 1000 };

@@ -1,3 +1,5 @@
+import { LruMap } from '@guardian/collections';
+
 import type { HeaderMap } from './headers';
 import { readBounded, type UpstreamClient } from './upstream-client';
 
@@ -32,8 +34,9 @@ function jsonWithRaw(
  */
 type Learned = { kind: 'count'; tools: boolean } | { kind: 'template' };
 
+/** Models learned per upstream client; a count marks its model as used, the one counted least recently goes first. */
 const LEARNED_MODELS = 256;
-const learnedByClient = new WeakMap<UpstreamClient, Map<string, Learned>>();
+const learnedByClient = new WeakMap<UpstreamClient, LruMap<string, Learned>>();
 
 function learned(client: UpstreamClient, model: string): Learned | undefined {
   return learnedByClient.get(client)?.get(model);
@@ -41,11 +44,9 @@ function learned(client: UpstreamClient, model: string): Learned | undefined {
 
 function learn(client: UpstreamClient, model: string, value: Learned | undefined): void {
   let models = learnedByClient.get(client);
-  if (!models) learnedByClient.set(client, (models = new Map<string, Learned>()));
-  models.delete(model);
-  if (value === undefined) return;
-  models.set(model, value);
-  if (models.size > LEARNED_MODELS) models.delete(models.keys().next().value ?? '');
+  if (!models) learnedByClient.set(client, (models = new LruMap<string, Learned>(LEARNED_MODELS)));
+  if (value === undefined) models.delete(model);
+  else models.set(model, value);
 }
 
 /** An exact count, and whether the tools in it had to be estimated (the route could not take them). */
