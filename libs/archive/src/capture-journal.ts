@@ -1,9 +1,14 @@
+import { LruMap } from '@guardian/collections';
+
 import { sha256Hex } from './canonical-json';
 import type { SealedArchive } from './sealed-archive';
 
 export interface CaptureJournalOptions {
   archive: SealedArchive;
-  /** Sessions whose seen-message set is kept in memory; the oldest is forgotten first. */
+  /**
+   * Sessions whose seen-message set is kept in memory; the one recorded least recently is forgotten first (a forgotten
+   * session that comes back has its whole history appended again).
+   */
   maxSessions?: number;
 }
 
@@ -13,11 +18,10 @@ export interface CaptureJournalOptions {
  * whole history each turn, so only messages not seen before (by position and content) are appended.
  */
 export class CaptureJournal {
-  private readonly seen = new Map<string, Set<string>>();
-  private readonly maxSessions: number;
+  private readonly seen: LruMap<string, Set<string>>;
 
   constructor(private readonly opts: CaptureJournalOptions) {
-    this.maxSessions = opts.maxSessions ?? 1024;
+    this.seen = new LruMap(opts.maxSessions ?? 1024);
   }
 
   /** Appends the session's new messages; returns how many were appended. */
@@ -56,10 +60,6 @@ export class CaptureJournal {
   private sessionSet(sessionHash: string): Set<string> {
     let set = this.seen.get(sessionHash);
     if (set === undefined) {
-      if (this.seen.size >= this.maxSessions) {
-        const oldest = this.seen.keys().next();
-        if (oldest.done !== true) this.seen.delete(oldest.value);
-      }
       set = new Set();
       this.seen.set(sessionHash, set);
     }

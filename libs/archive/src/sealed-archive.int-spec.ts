@@ -165,4 +165,21 @@ describe('SealedArchive', () => {
     expect(JSON.parse(chain[0]!)).toMatchObject({ kind: 'journal', file: 'journal-0001.jsonl' });
     expect((await verifyRun({ spanDir, run })).status).toBe('ok');
   });
+
+  it('capture journal: past maxSessions forgets the session recorded least recently, not a busy one', async () => {
+    const archive = new SealedArchive({ spanDir, keepSpans: 500, replica: 'r6' });
+    const journal = new CaptureJournal({ archive, maxSessions: 2 });
+    const [busy, idle, late] = ['a'.repeat(64), 'b'.repeat(64), 'c'.repeat(64)] as const;
+    const history = [{ role: 'user', content: 'a question' }];
+    const record = (sessionHash: string) =>
+      journal.record({ sessionHash, messages: history, at: new Date() });
+    expect(await record(busy)).toBe(1);
+    expect(await record(idle)).toBe(1);
+    expect(await record(busy)).toBe(0);
+    expect(await record(late)).toBe(1);
+    // The busy session is still known: its resent history is not appended again; the idle one was forgotten.
+    expect(await record(busy)).toBe(0);
+    expect(await record(idle)).toBe(1);
+    await journal.close();
+  });
 });
