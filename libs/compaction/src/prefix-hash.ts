@@ -4,7 +4,7 @@ import type { NeutralMessage } from './types';
 
 /** sha256 hex of a string (session keys, digests). Hashing is computation, not I/O: it keeps this library pure. */
 export function hashText(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text);
 }
 
 /**
@@ -12,9 +12,9 @@ export function hashText(text: string): string {
  * hashed, and a session key's parts hold a whole first message (a 1 MB paste made a 1 MB copy on every turn).
  */
 export function hashTexts(...parts: string[]): string {
-  const hash = createHash('sha256');
-  for (const part of parts) hash.update(part);
-  return hash.digest('hex');
+  const sha = createHash('sha256');
+  for (const part of parts) sha.update(part);
+  return sha.digest('hex');
 }
 
 /**
@@ -33,24 +33,24 @@ export function sortedKeyJson(value: unknown): string {
  * string (issue 12: memory on the compaction path was ~36 times the body).
  */
 export function canonicalDigest(value: unknown): string {
-  const hash = createHash('sha256');
+  const sha = createHash('sha256');
   // Small pieces (brackets, keys, short values) are gathered and hashed together; each update is a call into C++.
   let pending = '';
   writeCanonical(value, (piece) => {
     if (piece.length >= SMALL_PIECE) {
-      if (pending !== '') hash.update(pending);
+      if (pending !== '') sha.update(pending);
       pending = '';
-      hash.update(piece);
+      sha.update(piece);
       return;
     }
     pending += piece;
     if (pending.length >= GATHERED) {
-      hash.update(pending);
+      sha.update(pending);
       pending = '';
     }
   });
-  if (pending !== '') hash.update(pending);
-  return hash.digest('hex');
+  if (pending !== '') sha.update(pending);
+  return sha.digest('hex');
 }
 
 /** A piece at least this long is hashed as it is; shorter ones are gathered up to GATHERED characters. */
