@@ -101,7 +101,7 @@ export class WindowService {
     const version = this.state.windowsVersion;
     if (this.largest?.version === version && this.largest.budgetOf === budgetOf) return this.largest.budget;
     let budget = budgetOf(this.config.compaction.window ?? DEFAULT_WINDOW);
-    for (const info of this.state.windows.values()) {
+    for (const [, info] of this.state.windows.entries()) {
       const b = budgetOf(info.window);
       if (b.budget > budget.budget) budget = b;
     }

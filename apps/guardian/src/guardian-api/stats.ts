@@ -31,7 +31,7 @@ export async function buildStats(args: {
     running: state.precompactRunning,
   };
   const { compaction } = config;
-  const last = state.lastModel ? state.windows.get(state.lastModel) : undefined;
+  const last = state.lastModel ? state.windows.peek(state.lastModel) : undefined;
   const window = last?.window ?? compaction.window ?? null;
   return {
     version: config.version,
@@ -41,7 +41,7 @@ export async function buildStats(args: {
     num_ctx: window,
     window_source: last?.source ?? (compaction.window ? 'env' : 'detected per model'),
     windows: Object.fromEntries(
-      [...state.windows].map(([model, w]) => [model, { window: w.window, source: w.source }]),
+      [...state.windows.entries()].map(([model, w]) => [model, { window: w.window, source: w.source }]),
     ),
     effective_input_budget: window === null ? null : args.budgetFor(window),
     compactions_performed: await total(metrics.compactions),

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 
+import { LruMap } from '@guardian/collections';
+
 export type EventKind =
   | 'compaction'
   | 'summary_chunked'
@@ -39,8 +41,8 @@ export class GuardianState {
   /** Live listeners (dashboard streams): a plain Set, since one per open dashboard may be many more than
    * EventEmitter's leak warning allows (issue 12 defect 8). */
   private readonly listeners = new Set<(e: GuardianEvent) => void>();
-  /** Windows per model, most recently used last; bounded by {@link GuardianState.MAX_MODELS} (issue 12 defect 6). */
-  readonly windows = new Map<string, WindowInfo>();
+  /** Windows per model, least recently used first out past {@link GuardianState.MAX_MODELS} (issue 12 defect 6). */
+  readonly windows = new LruMap<string, WindowInfo>(GuardianState.MAX_MODELS);
   /** Goes up whenever a window is remembered or forgotten (not when one is only read). */
   windowsVersion = 0;
   lastModel: string | undefined;
@@ -66,24 +68,14 @@ export class GuardianState {
 
   /** The model's window, marked as just used. */
   windowOf(model: string): WindowInfo | undefined {
-    const info = this.windows.get(model);
-    if (info !== undefined) {
-      this.windows.delete(model);
-      this.windows.set(model, info);
-    }
-    return info;
+    return this.windows.get(model);
   }
 
   /** Remembers a model's window, forgetting the least recently used model beyond MAX_MODELS. */
   rememberWindow(model: string, info: WindowInfo): void {
     this.windowsVersion += 1;
-    this.windows.delete(model);
     this.windows.set(model, info);
     this.lastModel = model;
-    for (const oldest of this.windows.keys()) {
-      if (this.windows.size <= GuardianState.MAX_MODELS) break;
-      this.windows.delete(oldest);
-    }
   }
 
   emit(event: Omit<GuardianEvent, 'at'> & { at?: string }): void {
