@@ -68,6 +68,12 @@ describe('sorted-key JSON and its digest', () => {
     );
   });
 
+  it('hashes a surrogate pair split across two parts as the joined string', () => {
+    // Found by the property below in a CI run: each part alone encodes its lone half as U+FFFD.
+    expect(hashTexts('a\ud83d', '\ude00b')).toBe(hashText('a\ud83d\ude00b'));
+    expect(hashTexts('\ud83d', '', '\ude00')).toBe(hashText('\ud83d\ude00'));
+  });
+
   it('hashes parts as the joined string would be hashed', () => {
     fc.assert(
       fc.property(fc.array(text, { maxLength: 6 }), (parts) => {

@@ -9,12 +9,26 @@ export function hashText(text: string): string {
 
 /**
  * sha256 hex of the strings joined, without joining them: a joined string is flattened into one more copy when it is
- * hashed, and a session key's parts hold a whole first message (a 1 MB paste made a 1 MB copy on every turn).
+ * hashed, and a session key's parts hold a whole first message (a 1 MB paste made a 1 MB copy on every turn). Each
+ * part is encoded as UTF-8 on its own, so a surrogate pair split across two parts (a lone half at each end, which
+ * would be two U+FFFD) is the one case hashed from the joined string.
  */
 export function hashTexts(...parts: string[]): string {
+  let before = '';
+  for (const part of parts) {
+    if (part === '') continue;
+    if (splitsPair(before, part)) return hashText(parts.join(''));
+    before = part;
+  }
   const sha = createHash('sha256');
   for (const part of parts) sha.update(part);
   return sha.digest('hex');
+}
+
+function splitsPair(before: string, after: string): boolean {
+  const high = before.charCodeAt(before.length - 1);
+  const low = after.charCodeAt(0);
+  return high >= 0xd800 && high <= 0xdbff && low >= 0xdc00 && low <= 0xdfff;
 }
 
 /**
