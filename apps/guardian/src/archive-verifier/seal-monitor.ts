@@ -10,6 +10,7 @@ import {
   type SealedHead,
   type VerifyCursor,
 } from '@guardian/archive';
+import { LruMap } from '@guardian/collections';
 import type { GuardianMetrics } from '@guardian/telemetry';
 
 import type { GuardianState } from '../state/guardian-state';
@@ -56,7 +57,8 @@ export class SealMonitor {
   /** The writers whose new chain lines are verified every `settleMs`: the compaction archive, and any other
    * writer of this process that registers with `watch()` (the capture intake's `cc-` runs). */
   private readonly writers: Array<{ takeSealed(): SealedHead[] }>;
-  private readonly cursors = new Map<string, VerifyCursor>();
+  /** Each run's verified head, the run verified least recently first out past MAX_CURSORS. */
+  private readonly cursors = new LruMap<string, VerifyCursor>(MAX_CURSORS);
   private readonly ownBroken = new Map<string, ChainBreak>();
   /** Each run's verdict from the last full verify (a break only once confirmed), for verdictOf(). */
   private lastFull = new Map<string, Pick<RunVerdict, 'status' | 'lines'>>();
@@ -124,7 +126,7 @@ export class SealMonitor {
   verdictOf(run: string): Pick<RunVerdict, 'status' | 'lines'> | undefined {
     const full = this.lastFull.get(run);
     if (this.ownBroken.has(run)) return { status: 'break', lines: full?.lines ?? 0 };
-    const cursor = this.cursors.get(run);
+    const cursor = this.cursors.peek(run);
     if (cursor && (full === undefined || cursor.seq > full.lines)) return { status: 'ok', lines: cursor.seq };
     return full;
   }
@@ -165,7 +167,7 @@ export class SealMonitor {
       if (this.stopped) return;
       let verdict;
       try {
-        verdict = await verifyIncrement({ spanDir, from: this.cursors.get(head.run), to: head });
+        verdict = await verifyIncrement({ spanDir, from: this.cursors.peek(head.run), to: head });
       } catch (err) {
         // The run's folder vanished (deleted, pruned): its writer moves on to a new run (issue 12 defect 2).
         if (ArchiveError.is(err, 'ARCHIVE_NOT_FOUND')) {
@@ -179,12 +181,7 @@ export class SealMonitor {
         found.push({ run: head.run, break: verdict.break });
         continue;
       }
-      this.cursors.delete(head.run);
       this.cursors.set(head.run, verdict.cursor);
-      for (const oldest of this.cursors.keys()) {
-        if (this.cursors.size <= MAX_CURSORS) break;
-        this.cursors.delete(oldest);
-      }
     }
     this.publish(found);
   }
