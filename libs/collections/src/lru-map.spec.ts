@@ -51,6 +51,11 @@ describe('LruMap', () => {
     expect(map.newestFirst()).toEqual([3, 10, 2]);
   });
 
+  it('refuses a bound that could hold nothing or is not a count', () => {
+    for (const max of [0, -1, 1.5, Number.NaN]) expect(() => new LruMap(max)).toThrow(RangeError);
+    expect(() => new LruMap(Number.MAX_SAFE_INTEGER)).not.toThrow();
+  });
+
   it('holds one key at max 1: each new key replaces the last', () => {
     const map = new LruMap<string, number>(1);
     map.set('a', 1);

@@ -5,7 +5,11 @@
 export class LruMap<K, V> {
   private readonly map = new Map<K, V>();
 
-  constructor(private readonly max: number) {}
+  /** `max`: a whole number from 1 on (a map that holds nothing is a caller's mistake, said at once). */
+  constructor(private readonly max: number) {
+    if (!Number.isInteger(max) || max < 1)
+      throw new RangeError(`LruMap max must be a whole number from 1, got ${max}`);
+  }
 
   get size(): number {
     return this.map.size;
