@@ -118,6 +118,14 @@ describe('outline', () => {
     );
   });
 
+  it('follows nesting deeper than its first stack, and still finds a closer that does not match', () => {
+    const deep = (n: number, inner: string): string => `${'[{"k":'.repeat(n)}${inner}${'}]'.repeat(n)}`;
+    const text = `{"a":${deep(100, '1')},"b":2}`;
+    const o = outline(buf(text));
+    expect(o?.fields.get('b')).toEqual({ start: text.length - 2, end: text.length - 1 });
+    expect(outline(buf(`{"a":${deep(100, '1').replace(/\}\]$/, ']]')}}`))).toBeUndefined();
+  });
+
   it('takes a scalar exactly when JSON.parse does (numbers, literals, near misses)', () => {
     const piece = fc.constantFrom(
       '-',

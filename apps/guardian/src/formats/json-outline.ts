@@ -94,8 +94,11 @@ export function rangeHas(body: Buffer, r: Range, needle: string): boolean {
 
 class Scanner {
   private i = 0;
-  /** `nested`'s stack of closers, one for the whole body: a new one per item was most of what an outline allocated. */
-  private readonly closers: number[] = [];
+  /**
+   * `nested`'s stack of closers, one for the whole body, with its depth kept apart: an array per item, or one array
+   * emptied and filled again (V8 gives back an emptied array's store), allocated on every item of every request.
+   */
+  private closers = new Uint8Array(32);
 
   constructor(
     private readonly b: Buffer,
@@ -182,9 +185,8 @@ class Scanner {
   /** Skips an object or array, however deep, with a stack of what each open bracket expects next. */
   private nested(): void {
     const b = this.b;
-    // Per open bracket: its closer, and whether the next thing is a key (objects) or a value.
-    const closers = this.closers;
-    closers.length = 0;
+    // Per open bracket: its closer (closers[0, depth)), and whether the next thing is a key (objects) or a value.
+    let depth = 0;
     let wantKey = false;
     let afterItem = false;
     for (;;) {
@@ -193,7 +195,7 @@ class Scanner {
       if (c === undefined) throw new NotJson();
       if (afterItem) {
         afterItem = false;
-        const closer = closers[closers.length - 1];
+        const closer = this.closers[depth - 1];
         if (c === COMMA) {
           this.i += 1;
           wantKey = closer === CLOSE_OBJECT;
@@ -201,8 +203,8 @@ class Scanner {
         }
         if (c !== closer) throw new NotJson();
         this.i += 1;
-        closers.pop();
-        if (closers.length === 0) return;
+        depth -= 1;
+        if (depth === 0) return;
         afterItem = true;
         continue;
       }
@@ -214,15 +216,21 @@ class Scanner {
         continue;
       }
       if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-        closers.push(c === OPEN_OBJECT ? CLOSE_OBJECT : CLOSE_ARRAY);
+        if (depth === this.closers.length) {
+          const deeper = new Uint8Array(depth * 2);
+          deeper.set(this.closers);
+          this.closers = deeper;
+        }
+        const closer = c === OPEN_OBJECT ? CLOSE_OBJECT : CLOSE_ARRAY;
+        this.closers[depth] = closer;
+        depth += 1;
         this.i += 1;
         this.space();
-        const next = b[this.i];
-        if (next === closers[closers.length - 1]) {
+        if (b[this.i] === closer) {
           // An empty object or array closes at once.
           this.i += 1;
-          closers.pop();
-          if (closers.length === 0) return;
+          depth -= 1;
+          if (depth === 0) return;
           afterItem = true;
           continue;
         }
@@ -253,7 +261,7 @@ class Scanner {
     }
   }
 
-  /** A number, `true`, `false` or `null`, checked on the bytes (a string per scalar was most of an outline's garbage). */
+  /** A number, `true`, `false` or `null`, checked on the bytes (not made into a string for a regular expression). */
   private scalar(): void {
     const b = this.b;
     const start = this.i;
