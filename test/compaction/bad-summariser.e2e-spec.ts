@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 
-import { BREAKER_FAILURES } from '../../apps/guardian/src/compaction/summary-breaker';
+import { BREAKER_FAILURES } from '../../apps/guardian/src/compaction/decide/summary-breaker';
 import { startStack, type Stack } from '../support/stack';
 import { filler, forwarded, getJson, summaryBlock, summaryCalls, type Json } from './support';
 

@@ -15,6 +15,7 @@ import { AppModule } from './app.module';
 import { withoutDotSegments } from './http/dot-segments';
 import { isOwnEndpoint, PROXIED_METHODS, ProxyFront } from './proxy/proxy-front';
 import { ProxyService } from './proxy/proxy.service';
+import { SealMonitor } from './archive-verifier/seal-monitor';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
 import { HostGate } from './guardian-api/access.guard';
@@ -22,7 +23,6 @@ import { apiStyleOf } from './http/api-style';
 import { GuardianError, sendHttpError } from './http/http-error';
 import { ownedRoute } from './formats/owned-route';
 import { keepRawBodies } from './http/raw-body';
-import { Observability } from './observability/observability';
 import type { GuardianLogger } from './observability/guardian-logger';
 
 export interface RunningGuardian {
@@ -168,7 +168,7 @@ export async function startGuardian(
       idle.unref();
       // The seal check reads the whole archive at times; it is aborted first, so shutdown never waits for it
       // (issue 12 defect 3: SIGTERM took 59 s with 3,000 runs while /healthz kept answering).
-      await app.get(Observability).seal.stop();
+      await app.get(SealMonitor).stop();
       await app.close();
       clearTimeout(timer);
       clearInterval(idle);

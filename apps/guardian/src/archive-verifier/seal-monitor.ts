@@ -101,6 +101,15 @@ export class SealMonitor {
     this.tick();
   }
 
+  /** Nest's hooks: a provider of its own, started once the app is up, stopped before it closes. */
+  onApplicationBootstrap(): void {
+    this.start();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.stop();
+  }
+
   /** Stops the timers and aborts the check in progress; resolves once nothing reads the archive any more. */
   async stop(): Promise<void> {
     this.abort.abort();
@@ -224,8 +233,10 @@ export class SealMonitor {
   private publish(breaks: Found[]): void {
     const { state, metrics, logger } = this.opts;
     const broken = this.fullBroken === true || this.ownBroken.size > 0;
-    state.sealStatus = broken ? 'broken' : this.fullBroken === undefined ? 'unknown' : 'ok';
-    state.sealCheckedAt = new Date().toISOString();
+    state.setSeal(
+      broken ? 'broken' : this.fullBroken === undefined ? 'unknown' : 'ok',
+      new Date().toISOString(),
+    );
     metrics.sealOk.set(broken ? 0 : 1);
     const fresh = breaks.filter((v) => {
       const key = `${v.run}:${v.break?.kind}:${v.break?.seq}`;
