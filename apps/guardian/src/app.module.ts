@@ -29,7 +29,6 @@ import { FastPath } from './compaction/request/fast-path';
 import { OverflowRecovery } from './compaction/decide/overflow-recovery';
 import { Precompactor } from './compaction/answer/precompactor';
 import { RequestCounter } from './compaction/request/request-counter';
-import { RequestMeasure } from './compaction/request/request-measure';
 import { SessionTable } from './compaction/request/session-table';
 import { SpanRecorder } from './compaction/decide/span-recorder';
 import { StretchArchiver } from './compaction/decide/stretch-archiver';
@@ -198,7 +197,6 @@ export class AppModule {
         ProxyReporter,
         ProxyService,
         RequestCounter,
-        RequestMeasure,
         RequestReporter,
         RequestStage,
         SessionTable,

@@ -7,7 +7,7 @@ import { GuardianConfig } from '../../config/guardian-config';
 import { reasonOf } from '../compaction-errors';
 import type { Decision, RequestContext } from '../handoff';
 import { conversationPrefixHashes } from '../request/conversation-reader';
-import { requestPlanInput } from '../decide/request-plan';
+import { requestPlanInput } from '../decide/compaction-engine';
 import { PrecompactJobs, type PrecompactJob } from '../decide/precompact-jobs';
 import { StretchService } from '../decide/stretch-service';
 import { AnswerReporter } from './answer-reporter';

@@ -41,7 +41,7 @@ export class RequestCounter {
     return { charsPerToken: this.config.compaction.charsPerToken, factor };
   }
 
-  /** No usage sample yet for this model: the estimate is unproven (the budget keeps a margin: RequestMeasure). */
+  /** No usage sample yet for this model: the estimate is unproven (the budget keeps a margin: RequestStage). */
   unproven(model: string): boolean {
     return this.config.compaction.calibrate && (this.calibrations.peek(model)?.samples ?? 0) === 0;
   }

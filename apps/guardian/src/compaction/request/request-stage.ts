@@ -1,9 +1,12 @@
 import { Injectable } from '@nestjs/common';
 
+import { computeBudget, marginedBudget } from '@guardian/compaction';
+import type { HeaderMap } from '@guardian/upstream';
+
 import { GuardianConfig } from '../../config/guardian-config';
 import { anthropicAdapter } from '../../formats/anthropic.adapter';
 import { chatAdapter } from '../../formats/chat.adapter';
-import type { FormatAdapter } from '../../formats/format-adapter';
+import type { FormatAdapter, ParsedConversation } from '../../formats/format-adapter';
 import { responsesAdapter } from '../../formats/responses.adapter';
 import {
   preparedRequest,
@@ -14,11 +17,11 @@ import {
 } from '../handoff';
 import { ConversationReader } from './conversation-reader';
 import { FastPath } from './fast-path';
-import { RequestMeasure } from './request-measure';
 import { RequestReporter } from './request-reporter';
 import { sessionOfConversation } from './session';
 import { usageCandidate } from './usage-selection';
-import { pickAuth } from './window.service';
+import { RequestCounter } from './request-counter';
+import { pickAuth, WindowService } from './window.service';
 
 const ADAPTERS: Record<string, FormatAdapter> = {
   chat: chatAdapter,
@@ -37,7 +40,8 @@ export type ReadRequest =
 
 /**
  * The request stage (ARCHITECTURE.md#request-path): the fast path's size proof (ADR 0013), or the body read into
- * neutral messages through its format adapter, its session resolved, and its window, budget and count measured.
+ * neutral messages through its format adapter, its session resolved, and its window, budget and count measured
+ * (ARCHITECTURE.md#compaction).
  * A body that is not JSON, a shape the engine does not understand, or a count that failed goes on unchanged.
  */
 @Injectable()
@@ -46,7 +50,8 @@ export class RequestStage {
 
   constructor(
     private readonly config: GuardianConfig,
-    private readonly measure: RequestMeasure,
+    private readonly windows: WindowService,
+    private readonly counter: RequestCounter,
     private readonly fast: FastPath,
     private readonly reporter: RequestReporter,
   ) {}
@@ -88,12 +93,30 @@ export class RequestStage {
     const dryRun = this.config.compaction.dryRun || dryHeader === '1' || dryHeader === 'true';
     const auth = pickAuth(input.upstreamHeaders);
     try {
-      const measured = await this.measure.measure(conv, adapter, auth);
+      const measured = await this.measure(conv, adapter, auth);
       return { kind: 'measured', ctx: { input, adapter, conv, session, ...measured, auth, dryRun } };
     } catch (err) {
       this.reporter.countFailed(input, conv.model, err);
       return unchanged;
     }
+  }
+
+  /**
+   * How big a request is and how big it may be: the model's window, the seed's budget, and the count. While the count
+   * is unproven (calibration on but no usage sample yet, and no exact count for this request), the budget keeps a
+   * margin back: docs/adr/0003-counting.md, amendment.
+   */
+  private async measure(
+    conv: ParsedConversation,
+    adapter: FormatAdapter,
+    auth: HeaderMap,
+  ): Promise<Pick<RequestContext, 'window' | 'budget' | 'count'>> {
+    const { compaction } = this.config;
+    const window = await this.windows.windowFor(conv.model, auth);
+    const full = computeBudget(window.window, compaction.threshold, compaction.reserveOutput);
+    const count = await this.counter.count(conv, full.budget, auth, adapter);
+    const unproven = count.source === 'estimate' && this.counter.unproven(conv.model);
+    return { window, budget: marginedBudget(full, unproven), count };
   }
 }
 
