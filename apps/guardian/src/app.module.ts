@@ -9,6 +9,7 @@ import { UpstreamClient } from '@guardian/upstream';
 import { AccessPolicy } from './access/access-policy';
 import { ArchiveController } from './archive-api/archive.controller';
 import { ArchiveReaders } from './archive-api/archive-readers';
+import { SealMonitor } from './archive-verifier/seal-monitor';
 import { CaptureController } from './archive-api/capture.controller';
 import { CaptureIntake } from './archive-api/capture-intake';
 import { TokenRegistry } from './access/token-registry';
@@ -32,14 +33,16 @@ import { SummaryBreaker } from './compaction/summary-breaker';
 import { WindowService } from './compaction/window.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
-import { AccessGuard, ArchiveGuard } from './guardian-api/access.guard';
+import { AccessGuard, ArchiveGuard, HostGate } from './guardian-api/access.guard';
 import { GuardianController } from './guardian-api/guardian.controller';
 import { HealthController } from './health/health.controller';
 import { SpanVolumeProbe } from './health/span-volume-probe';
 import { GuardianErrorFilter } from './http/error.filter';
+import { ServingState } from './http/serving-state';
 import { GuardianLogger } from './observability/guardian-logger';
 import { Observability } from './observability/observability';
 import { recordUpstreamWait } from './observability/request-timing';
+import { ProxyFront } from './proxy/proxy-front';
 import { ProxyService } from './proxy/proxy.service';
 import { GuardianState } from './state/guardian-state';
 
@@ -56,7 +59,13 @@ export interface GuardianModuleOptions {
   runtime: GuardianRuntime;
 }
 
-function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Provider[] {
+/**
+ * Every object the sidecar is made of that is not a plain injectable class, built here and only here: the outside
+ * world (metrics, the upstream, the memo, the archive's writers), the edge (the host gate and the ProxyFront that
+ * serves the proxied paths, ADR 0013), and the background seal check. bootstrap.ts only creates the app from them,
+ * listens and hands back the handle.
+ */
+function constructed({ config, logger, runtime }: GuardianModuleOptions): Provider[] {
   const { access, archive, compaction, memo, proxy } = config;
   return [
     { provide: GuardianConfig, useValue: config },
@@ -123,6 +132,19 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
         }),
     },
     {
+      provide: SealMonitor,
+      inject: [SealedArchive, GuardianState, GuardianMetrics],
+      useFactory: (archive: SealedArchive, state: GuardianState, metrics: GuardianMetrics) =>
+        new SealMonitor({
+          spanDir: config.paths.spanDir,
+          anchorDir: config.paths.anchorDir,
+          archive,
+          state,
+          metrics,
+          logger,
+        }),
+    },
+    {
       provide: CompactionLog,
       useFactory: () =>
         new CompactionLog({ logDir: config.paths.logDir, replica: runtime.replica, gatherMs: BEHIND_MS }),
@@ -135,6 +157,16 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
           replica: runtime.replica,
           gatherMs: BEHIND_MS,
         }),
+    },
+    { provide: ServingState, useValue: new ServingState() },
+    // DNS rebinding (ARCHITECTURE.md#access): one gate for the front and the Fastify hooks.
+    { provide: HostGate, useValue: new HostGate(config) },
+    {
+      // Everything guardian does not own goes upstream: every method, every path, through the node:http front.
+      provide: ProxyFront,
+      inject: [ProxyService, HostGate, GuardianMetrics, ServingState],
+      useFactory: (service: ProxyService, gate: HostGate, metrics: GuardianMetrics, serving: ServingState) =>
+        new ProxyFront({ proxy: service, gate, metrics, logger, bodyLimit: proxy.maxBodyBytes, serving }),
     },
   ];
 }
@@ -151,7 +183,7 @@ export class AppModule {
       module: AppModule,
       controllers: [HealthController, GuardianController, ArchiveController, CaptureController],
       providers: [
-        ...infrastructure(options),
+        ...constructed(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
         AccessGuard,
         AccessPolicy,

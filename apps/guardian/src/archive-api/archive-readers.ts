@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { LocalArchive, Receipts } from '@guardian/archive';
 
 import type { Viewer } from '../access/access-policy';
+import { SealMonitor } from '../archive-verifier/seal-monitor';
 import { GuardianConfig } from '../config/guardian-config';
 import { Observability } from '../observability/observability';
 import { LIMITS } from './archive-query';
@@ -18,6 +19,7 @@ export class ArchiveReaders {
     private readonly config: GuardianConfig,
     private readonly receipts: Receipts,
     private readonly obs: Observability,
+    private readonly seal: SealMonitor,
   ) {}
 
   forViewer(viewer: Viewer): LocalArchive {
@@ -32,7 +34,7 @@ export class ArchiveReaders {
       receipts: this.receipts,
       searchTimeoutMs: LIMITS.searchMs,
       // Receipts report runs_broken from the background seal check, not a verify of every run per call.
-      sealKnowledge: this.obs.seal,
+      sealKnowledge: this.seal,
       onReceiptError: (err) => this.obs.failOpen('archive', 'receipt_write', { route: 'other', err }),
     });
   }

@@ -1,47 +1,22 @@
-import { Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 
-import { SealedArchive } from '@guardian/archive';
 import { GuardianMetrics, logOnce, type FailOpenStage, type Route } from '@guardian/telemetry';
 
-import { GuardianConfig } from '../config/guardian-config';
 import { GuardianState } from '../state/guardian-state';
 import { GuardianLogger } from './guardian-logger';
-import { SealMonitor } from '../archive-verifier/seal-monitor';
 
 /**
  * The one place the request path reports through: Prometheus metrics (which /guardian/stats also reads), events
  * and logs. A fail-open is a designed path (ARCHITECTURE.md#fail-open): counted by stage, an event, and ONE log line per
- * (stage, reason) so a failing summariser does not flood the log. It also owns the background seal check that
- * sets `seal_status` and `guardian_archive_seal_ok` (never on the request path).
+ * (stage, reason) so a failing summariser does not flood the log.
  */
 @Injectable()
-export class Observability implements OnApplicationBootstrap, OnModuleDestroy {
-  readonly seal: SealMonitor;
-
+export class Observability {
   constructor(
     readonly state: GuardianState,
     readonly metrics: GuardianMetrics,
     readonly logger: GuardianLogger,
-    config: GuardianConfig,
-    archive: SealedArchive,
-  ) {
-    this.seal = new SealMonitor({
-      spanDir: config.paths.spanDir,
-      anchorDir: config.paths.anchorDir,
-      archive,
-      state,
-      metrics,
-      logger,
-    });
-  }
-
-  onApplicationBootstrap(): void {
-    this.seal.start();
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.seal.stop();
-  }
+  ) {}
 
   failOpen(
     stage: FailOpenStage,

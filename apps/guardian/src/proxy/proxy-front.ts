@@ -6,6 +6,7 @@ import { ownedRoute, pathOnly } from '../formats/owned-route';
 import type { HostGate } from '../guardian-api/access.guard';
 import { apiStyleOf } from '../http/api-style';
 import { GuardianError, toHttpError } from '../http/http-error';
+import type { ServingState } from '../http/serving-state';
 import type { GuardianLogger } from '../observability/guardian-logger';
 
 /** Methods forwarded upstream (RFC 9110 §9 plus PATCH); CONNECT and TRACE are not proxied (Fastify answers 404). */
@@ -41,10 +42,6 @@ export interface ProxyHandler {
  * sidecar more CPU than a whole bare proxy spends on a request (docs/BENCHMARKS.md).
  */
 export class ProxyFront {
-  /** Answers still go out, with `Connection: close` (the first phase of shutdown). */
-  private draining = false;
-  /** New requests are refused with 503, as Fastify's `return503OnClosing` did (the second phase). */
-  private refusing = false;
   private nextId = 0;
 
   constructor(
@@ -54,6 +51,8 @@ export class ProxyFront {
       metrics: GuardianMetrics;
       logger: GuardianLogger;
       bodyLimit: number;
+      /** Shutdown's phases: answers go out with `Connection: close`, then new requests are refused with 503. */
+      serving: ServingState;
     },
   ) {}
 
@@ -62,19 +61,11 @@ export class ProxyFront {
     return PROXIED_METHODS.has(req.method ?? '') && !isOwnEndpoint(req.url ?? '/');
   }
 
-  drain(): void {
-    this.draining = true;
-  }
-
-  refuseNew(): void {
-    this.draining = true;
-    this.refusing = true;
-  }
-
   serve(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/';
-    if (this.draining) res.setHeader('connection', 'close');
-    if (this.refusing) {
+    const serving = this.deps.serving;
+    if (serving.draining) res.setHeader('connection', 'close');
+    if (serving.refusing) {
       res.writeHead(503, { 'content-type': 'application/json' });
       res.end('{"error":"Service Unavailable","message":"Service Unavailable","statusCode":503}');
       return;
