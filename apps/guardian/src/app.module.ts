@@ -43,6 +43,7 @@ import { GuardianLogger } from './observability/guardian-logger';
 import { Observability } from './observability/observability';
 import { recordUpstreamWait } from './observability/request-timing';
 import { ProxyFront } from './proxy/proxy-front';
+import { OpenStreams } from './proxy/stream-ending';
 import { ProxyService } from './proxy/proxy.service';
 import { GuardianState } from './state/guardian-state';
 
@@ -159,14 +160,29 @@ function constructed({ config, logger, runtime }: GuardianModuleOptions): Provid
         }),
     },
     { provide: ServingState, useValue: new ServingState() },
+    { provide: OpenStreams, useValue: new OpenStreams() },
     // DNS rebinding (ARCHITECTURE.md#access): one gate for the front and the Fastify hooks.
     { provide: HostGate, useValue: new HostGate(config) },
     {
       // Everything guardian does not own goes upstream: every method, every path, through the node:http front.
       provide: ProxyFront,
-      inject: [ProxyService, HostGate, GuardianMetrics, ServingState],
-      useFactory: (service: ProxyService, gate: HostGate, metrics: GuardianMetrics, serving: ServingState) =>
-        new ProxyFront({ proxy: service, gate, metrics, logger, bodyLimit: proxy.maxBodyBytes, serving }),
+      inject: [ProxyService, HostGate, GuardianMetrics, ServingState, OpenStreams],
+      useFactory: (
+        service: ProxyService,
+        gate: HostGate,
+        metrics: GuardianMetrics,
+        serving: ServingState,
+        streams: OpenStreams,
+      ) =>
+        new ProxyFront({
+          proxy: service,
+          gate,
+          metrics,
+          logger,
+          bodyLimit: proxy.maxBodyBytes,
+          serving,
+          streams,
+        }),
     },
   ];
 }

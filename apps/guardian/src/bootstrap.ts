@@ -17,8 +17,10 @@ import { HostGate } from './guardian-api/access.guard';
 import { installEdgeHooks } from './http/edge-hooks';
 import { EdgeServer } from './http/edge-server';
 import { ServingState } from './http/serving-state';
+import { drain, stopServing, type ShutdownDeps } from './http/shutdown';
 import type { GuardianLogger } from './observability/guardian-logger';
 import { ProxyFront } from './proxy/proxy-front';
+import { OpenStreams } from './proxy/stream-ending';
 
 export interface RunningGuardian {
   app: NestFastifyApplication;
@@ -26,8 +28,16 @@ export interface RunningGuardian {
   url: string;
   config: GuardianConfig;
   runtime: GuardianRuntime;
-  /** Stops accepting, lets requests in flight finish for up to `graceMs`, then closes everything. */
+  /**
+   * Stops accepting, lets requests in flight finish for up to `graceMs` (GUARDIAN_SHUTDOWN_GRACE_SECONDS unless
+   * given), ends the streams still open with their route's error event, then closes everything.
+   */
   close(graceMs?: number): Promise<void>;
+  /**
+   * What SIGTERM does (docs/RELIABILITY.md#shutdown): serves on for GUARDIAN_SHUTDOWN_DRAIN_SECONDS with /readyz at
+   * 503, then `close()` with what is left of GUARDIAN_SHUTDOWN_GRACE_SECONDS.
+   */
+  shutdown(): Promise<void>;
 }
 
 /**
@@ -79,30 +89,28 @@ export async function startGuardian(
   const address = fastify.server.address();
   const port = typeof address === 'object' && address ? address.port : edge.port;
   const shownHost = edge.host.includes(':') ? `[${edge.host}]` : edge.host;
+  const stopping: ShutdownDeps = { server: fastify.server, serving, streams: app.get(OpenStreams), logger };
+  const close = async (graceMs = config.shutdown.graceMs): Promise<void> => {
+    // The seal check reads the whole archive at times; it is aborted first, so shutdown never waits for it
+    // (issue 12 defect 3: SIGTERM took 59 s with 3,000 runs while /healthz kept answering).
+    const sealStopped = app.get(SealMonitor).stop();
+    await stopServing(stopping, graceMs);
+    await sealStopped;
+    // Nest's own hooks (work behind requests, pre-compaction jobs) run once nothing is in flight any more.
+    await app.close();
+    await app.get(UpstreamClient).close();
+    await memo.close();
+  };
   return {
     app,
     url: `http://${shownHost}:${port}`,
     config,
     runtime,
-    async close(graceMs = 25_000) {
-      // Requests in flight (a long SSE answer) get `graceMs` to finish, then their connections are closed:
-      // Kubernetes sends SIGKILL 30 s after SIGTERM by default.
-      serving.draining = true;
-      const timer = setTimeout(() => fastify.server.closeAllConnections(), graceMs);
-      timer.unref();
-      // Node closes the connections that are idle when close() is called, but one whose answer had already started
-      // becomes idle later and would hold the process until the grace ran out (25 s after any SIGTERM under
-      // traffic). Idle ones are closed as they appear.
-      const idle = setInterval(() => fastify.server.closeIdleConnections(), 50);
-      idle.unref();
-      // The seal check reads the whole archive at times; it is aborted first, so shutdown never waits for it
-      // (issue 12 defect 3: SIGTERM took 59 s with 3,000 runs while /healthz kept answering).
-      await app.get(SealMonitor).stop();
-      await app.close();
-      clearTimeout(timer);
-      clearInterval(idle);
-      await app.get(UpstreamClient).close();
-      await memo.close();
+    close,
+    async shutdown() {
+      const { drainMs, graceMs } = config.shutdown;
+      await drain(stopping, drainMs);
+      await close(graceMs - drainMs);
     },
   };
 }

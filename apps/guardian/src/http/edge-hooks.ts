@@ -8,7 +8,7 @@ import { isOwnEndpoint, PROXIED_METHODS } from '../proxy/proxy-front';
 import { apiStyleOf } from './api-style';
 import { GuardianError, sendHttpError } from './http-error';
 import { keepRawBodies } from './raw-body';
-import type { ServingState } from './serving-state';
+import { SHUTTING_DOWN_RETRY_AFTER_SECONDS, shuttingDown, type ServingState } from './serving-state';
 
 export interface EdgeHookDeps {
   gate: HostGate;
@@ -28,6 +28,13 @@ export function installEdgeHooks(fastify: FastifyInstance, deps: EdgeHookDeps): 
   // DNS rebinding (ARCHITECTURE.md#access): on a loopback bind every route checks Host and Origin before anything
   // else runs, the proxied ones included (in the front); a refused request is never read, parsed or forwarded.
   fastify.addHook('onRequest', (req, reply, done) => {
+    if (serving.refusing) {
+      // The listener is closed; this came on a connection kept alive from before (http/shutdown.ts): guardian's own
+      // 503 with a hint to retry, where Fastify's return503OnClosing answered its own body without one.
+      void reply.header('retry-after', String(SHUTTING_DOWN_RETRY_AFTER_SECONDS));
+      void sendHttpError(reply, shuttingDown(), apiStyleOf(req.url, req.headers));
+      return;
+    }
     const refusal = gate.verdict(req.method, req.headers);
     if (!refusal) return done();
     if (!isOwnEndpoint(req.url))
@@ -39,12 +46,6 @@ export function installEdgeHooks(fastify: FastifyInstance, deps: EdgeHookDeps): 
   fastify.addHook('onSend', (_req, reply, payload, done) => {
     if (serving.draining) void reply.header('connection', 'close');
     done(null, payload);
-  });
-  // Fastify answers 503 to requests that arrive once it is closing; the front does the same for the proxied ones.
-  fastify.addHook('preClose', (done) => {
-    serving.draining = true;
-    serving.refusing = true;
-    done();
   });
   // Guardian's own endpoints count as route "guardian" (the proxy path counts its own outcomes).
   fastify.addHook('onResponse', (req, reply, done) => {

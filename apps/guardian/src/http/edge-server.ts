@@ -20,7 +20,8 @@ export class EdgeServer {
       bodyLimit,
       // Clients and SDKs send a request id; reuse it in logs so a request can be followed across hops.
       requestIdHeader: 'x-request-id',
-      return503OnClosing: true,
+      // A request that arrives while guardian closes is answered in its own shape, with Retry-After (edge-hooks.ts).
+      return503OnClosing: false,
       routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
       serverFactory: (handler: FastifyServerFactoryHandler) => this.create(handler),
     });

@@ -6,8 +6,9 @@ import { ownedRoute, pathOnly } from '../formats/owned-route';
 import type { HostGate } from '../guardian-api/access.guard';
 import { apiStyleOf } from '../http/api-style';
 import { GuardianError, toHttpError } from '../http/http-error';
-import type { ServingState } from '../http/serving-state';
+import { SHUTTING_DOWN_RETRY_AFTER_SECONDS, shuttingDown, type ServingState } from '../http/serving-state';
 import type { GuardianLogger } from '../observability/guardian-logger';
+import type { OpenStreams } from './stream-ending';
 
 /** Methods forwarded upstream (RFC 9110 §9 plus PATCH); CONNECT and TRACE are not proxied (Fastify answers 404). */
 export const PROXIED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -28,6 +29,8 @@ export interface ProxiedRequest {
   /** The body's exact bytes; undefined when the request has none (or is a GET/HEAD). */
   body: Buffer | undefined;
   id: string;
+  /** Where the proxy registers a streamed answer, so shutdown can end it with an error event (stream-ending.ts). */
+  streams: OpenStreams;
 }
 
 export interface ProxyHandler {
@@ -53,6 +56,7 @@ export class ProxyFront {
       bodyLimit: number;
       /** Shutdown's phases: answers go out with `Connection: close`, then new requests are refused with 503. */
       serving: ServingState;
+      streams: OpenStreams;
     },
   ) {}
 
@@ -66,8 +70,11 @@ export class ProxyFront {
     const serving = this.deps.serving;
     if (serving.draining) res.setHeader('connection', 'close');
     if (serving.refusing) {
-      res.writeHead(503, { 'content-type': 'application/json' });
-      res.end('{"error":"Service Unavailable","message":"Service Unavailable","statusCode":503}');
+      // The listener is closed; this came on a connection kept alive from before. Answered in guardian's own shape,
+      // with a hint to retry (another replica takes it), and the connection is closed after it (issue 30 item 1).
+      res.setHeader('retry-after', String(SHUTTING_DOWN_RETRY_AFTER_SECONDS));
+      sendError(req, res, shuttingDown());
+      req.resume();
       return;
     }
     const method = req.method ?? 'GET';
@@ -81,7 +88,7 @@ export class ProxyFront {
     const header = req.headers['x-request-id'];
     const id = typeof header === 'string' && header !== '' ? header : `req-${(this.nextId++).toString(36)}`;
     if (method === 'GET' || method === 'HEAD' || !hasBody(req)) {
-      this.run({ req, res, url, body: undefined, id });
+      this.run({ req, res, url, body: undefined, id, streams: this.deps.streams });
       return;
     }
     const declared = Number(req.headers['content-length']);
@@ -118,7 +125,7 @@ export class ProxyFront {
         : chunks.length === 1
           ? chunks[0]!
           : Buffer.concat(chunks, size);
-      this.run({ req, res, url, body, id });
+      this.run({ req, res, url, body, id, streams: this.deps.streams });
     };
     req.on('data', onData);
     req.once('end', onEnd);

@@ -185,6 +185,7 @@ export class ProxyService implements ProxyHandler {
     if (ex) for (const name in ex.responseHeaders) out[name] = ex.responseHeaders[name]!;
     res.writeHead(upstream.status, out);
     body.pipe(res);
+    p.streams.follow(p, upstream);
     // After the pipe's own listeners: the answer's last bytes reach the client before its bookkeeping runs.
     if (ex) ex.observe(upstream, { overheadMs: preparedMs });
     body.once('end', () => settle(false));
