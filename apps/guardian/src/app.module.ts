@@ -9,10 +9,10 @@ import { UpstreamClient } from '@guardian/upstream';
 import { AccessPolicy } from './access/access-policy';
 import { ArchiveController } from './archive-api/archive.controller';
 import { ArchiveReaders } from './archive-api/archive-readers';
+import { SealMonitor } from './archive-verifier/seal-monitor';
 import { CaptureController } from './archive-api/capture.controller';
 import { CaptureIntake } from './archive-api/capture-intake';
 import { TokenRegistry } from './access/token-registry';
-import { SealMonitor } from './archive-verifier/seal-monitor';
 import { AnswerBookkeeping } from './compaction/answer/answer-bookkeeping';
 import { AnswerReporter } from './compaction/answer/answer-reporter';
 import { UsageRecorder } from './compaction/answer/usage-recorder';
@@ -38,15 +38,18 @@ import { SummaryBreaker } from './compaction/decide/summary-breaker';
 import { WindowService } from './compaction/request/window.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
-import { AccessGuard, ArchiveGuard } from './guardian-api/access.guard';
+import { AccessGuard, ArchiveGuard, HostGate } from './guardian-api/access.guard';
 import { GuardianController } from './guardian-api/guardian.controller';
 import { HealthController } from './health/health.controller';
 import { SpanVolumeProbe } from './health/span-volume-probe';
 import { GuardianErrorFilter } from './http/error.filter';
+import { ServingState } from './http/serving-state';
 import { GuardianLogger } from './observability/guardian-logger';
 import { FailOpen } from './observability/fail-open';
 import { recordUpstreamWait } from './observability/request-timing';
+import { ProxyFront } from './proxy/proxy-front';
 import { ProxyReporter } from './proxy/proxy-reporter';
+import { OpenStreams } from './proxy/stream-ending';
 import { ProxyService } from './proxy/proxy.service';
 import { GuardianState } from './state/guardian-state';
 
@@ -63,7 +66,13 @@ export interface GuardianModuleOptions {
   runtime: GuardianRuntime;
 }
 
-function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Provider[] {
+/**
+ * Every object the sidecar is made of that is not a plain injectable class, built here and only here: the outside
+ * world (metrics, the upstream, the memo, the archive's writers), the edge (the host gate and the ProxyFront that
+ * serves the proxied paths, ADR 0013), and the background seal check. bootstrap.ts only creates the app from them,
+ * listens and hands back the handle.
+ */
+function constructed({ config, logger, runtime }: GuardianModuleOptions): Provider[] {
   const { access, archive, compaction, memo, proxy } = config;
   return [
     { provide: GuardianConfig, useValue: config },
@@ -158,6 +167,31 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
           gatherMs: BEHIND_MS,
         }),
     },
+    { provide: ServingState, useValue: new ServingState() },
+    { provide: OpenStreams, useValue: new OpenStreams() },
+    // DNS rebinding (ARCHITECTURE.md#access): one gate for the front and the Fastify hooks.
+    { provide: HostGate, useValue: new HostGate(config) },
+    {
+      // Everything guardian does not own goes upstream: every method, every path, through the node:http front.
+      provide: ProxyFront,
+      inject: [ProxyService, HostGate, GuardianMetrics, ServingState, OpenStreams],
+      useFactory: (
+        service: ProxyService,
+        gate: HostGate,
+        metrics: GuardianMetrics,
+        serving: ServingState,
+        streams: OpenStreams,
+      ) =>
+        new ProxyFront({
+          proxy: service,
+          gate,
+          metrics,
+          logger,
+          bodyLimit: proxy.maxBodyBytes,
+          serving,
+          streams,
+        }),
+    },
   ];
 }
 
@@ -173,7 +207,7 @@ export class AppModule {
       module: AppModule,
       controllers: [HealthController, GuardianController, ArchiveController, CaptureController],
       providers: [
-        ...infrastructure(options),
+        ...constructed(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
         AccessGuard,
         AccessPolicy,

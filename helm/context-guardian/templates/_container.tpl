@@ -23,6 +23,15 @@ inference pod: include "context-guardian.container" with this chart's context (d
       path: /readyz
       port: http
     {{- toYaml .Values.probes.readiness | nindent 4 }}
+  {{- if gt (int .Values.shutdown.preStopSeconds) 0 }}
+  # Before SIGTERM: the Service's endpoints and the proxies reading them drop the pod asynchronously, and a listener
+  # that closed at once refused what they still sent. An exec of the image's sleep, not the `sleep` action, which
+  # needs Kubernetes 1.30.
+  lifecycle:
+    preStop:
+      exec:
+        command: ["sleep", {{ .Values.shutdown.preStopSeconds | int | toString | quote }}]
+  {{- end }}
   resources:
     {{- toYaml .Values.resources | nindent 4 }}
   securityContext:

@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+
 import {
   ArchiveError,
   verifyArchive,
@@ -52,8 +54,9 @@ function sameBreak(a: ChainBreak | null, b: ChainBreak | null): boolean {
  *   (issue 12 defect 3: 25.6 s of CPU in 30 s with 3,000 runs, a SIGTERM that waited minutes, false alarms).
  * One check runs at a time; a tick that finds one running is skipped. `stop()` aborts the check in progress.
  * Status is `unknown` until the first full verify ends; the gauge stays 1 until a break is confirmed.
+ * A provider of its own (app.module.ts): it starts once the app has booted and stops with it.
  */
-export class SealMonitor {
+export class SealMonitor implements OnApplicationBootstrap, OnModuleDestroy {
   /** The writers whose new chain lines are verified every `settleMs`: the compaction archive, and any other
    * writer of this process that registers with `watch()` (the capture intake's `cc-` runs). */
   private readonly writers: Array<{ takeSealed(): SealedHead[] }>;

@@ -194,6 +194,7 @@ export class ProxyService implements ProxyHandler {
     if (exchange) for (const name in exchange.responseHeaders) out[name] = exchange.responseHeaders[name]!;
     res.writeHead(upstream.status, out);
     body.pipe(res);
+    p.streams.follow(p, upstream);
     // After the pipe's own listeners: the answer's last bytes reach the client before its bookkeeping runs.
     if (exchange) exchange.observe(upstream);
     body.once('end', () => settle(false));
