@@ -12,6 +12,17 @@ inference pod: include "context-guardian.container" with this chart's context (d
       protocol: TCP
   env:
     {{- include "context-guardian.env" . | nindent 4 }}
+  {{- with .Values.envFrom }}
+  envFrom:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.probes.startup }}
+  startupProbe:
+    httpGet:
+      path: /healthz
+      port: http
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   livenessProbe:
     httpGet:
       path: /healthz
@@ -27,6 +38,11 @@ inference pod: include "context-guardian.container" with this chart's context (d
     {{- toYaml .Values.resources | nindent 4 }}
   securityContext:
     {{- toYaml .Values.securityContext | nindent 4 }}
+  {{- /* A user-set lifecycle replaces the chart's own hooks as a whole (values.yaml, `lifecycle`). */}}
+  {{- with .Values.lifecycle }}
+  lifecycle:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   volumeMounts:
     - name: data
       mountPath: {{ .Values.persistence.mountPath }}
@@ -40,6 +56,9 @@ inference pod: include "context-guardian.container" with this chart's context (d
     - name: tokens
       mountPath: /etc/context-guardian/tokens
       readOnly: true
+    {{- end }}
+    {{- with .Values.extraVolumeMounts }}
+    {{- toYaml . | nindent 4 }}
     {{- end }}
 {{- end -}}
 
@@ -68,6 +87,9 @@ inference pod: include "context-guardian.container" with this chart's context (d
     items:
       - key: {{ ternary .Values.auth.tokensFileKey "tokens" (not (empty .Values.auth.existingSecret)) }}
         path: tokens
+{{- end }}
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
 {{- end }}
 {{- end -}}
 
@@ -128,5 +150,8 @@ inference pod: include "context-guardian.container" with this chart's context (d
     - name: dshm
       mountPath: /dev/shm
     - name: model-cache
-      mountPath: /root/.cache/huggingface
+      mountPath: {{ $inf.modelCache.mountPath }}
+    {{- with $inf.extraVolumeMounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 {{- end -}}
