@@ -74,6 +74,10 @@ describe('pod extensions (standalone-extensions.yaml)', () => {
       values: { strategy: { type: 'RollingUpdate' }, persistence: { accessMode: 'ReadWriteOnce' } },
     });
     expect(err).toContain('strategy.type RollingUpdate needs persistence.accessMode ReadWriteMany');
+    const untyped = renderError({
+      values: { strategy: { rollingUpdate: { maxSurge: 1 } }, persistence: { accessMode: 'ReadWriteOnce' } },
+    });
+    expect(untyped).toContain('strategy.type RollingUpdate needs persistence.accessMode ReadWriteMany');
     const recreate = render({ values: { strategy: { type: 'Recreate' } } });
     expect((only(recreate, 'Deployment') as any).spec.strategy).toEqual({ type: 'Recreate' });
   });
