@@ -21,8 +21,8 @@ import {
   RECALL_TOOL_LABELS,
 } from './metrics';
 
-// Label names a metric may carry, each with the closed set of values it may take. `tool` and `version`
-// are bounded by the code (the MCP tool list, the build), not by a list here.
+// Label names a metric may carry, each with the closed set of values it may take. `version` is bounded by
+// the code (the build), not by a list here.
 const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   route: ROUTES,
   outcome: [
@@ -44,7 +44,7 @@ const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   result: MEMO_RESULTS,
   op: MEMO_OPS,
   le: 'code-bounded',
-  tool: 'code-bounded',
+  tool: RECALL_TOOL_LABELS,
   version: 'code-bounded',
 };
 
