@@ -49,6 +49,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (printf "%s-data" (include "context-guardian.fullname" .)) .Values.persistence.existingClaim -}}
 {{- end -}}
 
+{{- define "context-guardian.modelCacheClaimName" -}}
+{{- default (printf "%s-model-cache" (include "context-guardian.fullname" .)) .Values.inference.modelCache.existingClaim -}}
+{{- end -}}
+
 {{- define "context-guardian.anchorClaimName" -}}
 {{- default (printf "%s-anchor" (include "context-guardian.fullname" .)) .Values.anchor.existingClaim -}}
 {{- end -}}
