@@ -34,7 +34,7 @@ describe(`a ${TURNS}-turn session against a backend whose summaries are always t
       statuses.push(res.response.status);
       history.push({ role: 'assistant', content: res.data.choices[0]?.message.content ?? '' });
     }
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await stack.close();
