@@ -9,12 +9,12 @@ import {
   responseHeadersForClient,
   UpstreamClient,
   UpstreamError,
-  upstreamPathFor,
   type UpstreamResponse,
 } from '@guardian/upstream';
 
 import { AccessPolicy } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
+import { forwardedPath } from '../http/dot-segments';
 import { GuardianError } from '../http/http-error';
 import { ownedRoute, type OwnedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
@@ -116,8 +116,14 @@ export class ProxyService implements ProxyHandler {
       return;
     }
 
+    const target = forwardedPath(url, this.config.upstream.basePath);
+    if (!target.ok) {
+      this.obs.metrics.requests.inc({ route: route ?? 'other', outcome: 'refused' });
+      sendError(req, res, target.refusal);
+      return;
+    }
+    const path = target.value;
     const headers = requestHeadersForUpstream(req.headers);
-    const path = upstreamPathFor(url, this.config.upstream.basePath);
     let exchange: Exchange | undefined;
     let preparedMs = 0;
     if (route && p.body) {
