@@ -12,7 +12,7 @@ export class ProxyReporter {
     readonly logger: GuardianLogger,
   ) {}
 
-  /** A request refused at the door (team mode, a required session header). */
+  /** A request refused at the door (team mode, a required session header, a path outside the upstream). */
   refused(route: Route): void {
     this.metrics.requests.inc({ route, outcome: 'refused' });
   }

@@ -9,12 +9,12 @@ import {
   responseHeadersForClient,
   UpstreamClient,
   UpstreamError,
-  upstreamPathFor,
   type UpstreamResponse,
 } from '@guardian/upstream';
 
 import { AccessPolicy } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
+import { forwardedPath } from '../http/dot-segments';
 import { GuardianError } from '../http/http-error';
 import { ownedRoute, type OwnedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
@@ -77,8 +77,15 @@ export class ProxyService implements ProxyHandler {
     const admitted = this.admit(p, route);
     if (!admitted) return;
 
+    // Nothing reaches the upstream outside its root (ADR 0019): a path that would climb out is refused here.
+    const target = forwardedPath(url, this.config.upstream.basePath);
+    if (!target.ok) {
+      this.reporter.refused(route ?? 'other');
+      sendError(req, res, target.refusal);
+      return;
+    }
+    const path = target.value;
     const headers = requestHeadersForUpstream(req.headers);
-    const path = upstreamPathFor(url, this.config.upstream.basePath);
     const prepared =
       route && p.body
         ? await this.prepare(
