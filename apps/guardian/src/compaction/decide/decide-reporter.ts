@@ -169,18 +169,18 @@ export class DecideReporter {
     const route = ctx.conv.route;
     const stretch = f.stretch;
     state.addTokensKeptOut(d.tokensBefore - d.tokensAfter);
+    // What both events say of the request.
+    const said = {
+      route,
+      model: ctx.conv.model,
+      session: ctx.session.hash.slice(0, 8),
+      owner_hash: ctx.session.ownerHash ?? null,
+      tokens_before: d.tokensBefore,
+      tokens_after: d.tokensAfter,
+    };
     if (f.spilled > 0) {
       metrics.oversizedSpills.inc({ route });
-      if (!stretch)
-        state.emit({
-          kind: 'oversized_spill',
-          route,
-          model: ctx.conv.model,
-          session: ctx.session.hash.slice(0, 8),
-          owner_hash: ctx.session.ownerHash ?? null,
-          tokens_before: d.tokensBefore,
-          tokens_after: d.tokensAfter,
-        });
+      if (!stretch) state.emit({ kind: 'oversized_spill', ...said });
     }
     if (!stretch) return;
     metrics.compactions.inc({ route, reason: ctx.reason ?? 'budget' });
@@ -190,12 +190,7 @@ export class DecideReporter {
     if (f.pins > 0) metrics.compactionsWithPins.inc();
     state.emit({
       kind: 'compaction',
-      route,
-      model: ctx.conv.model,
-      session: ctx.session.hash.slice(0, 8),
-      owner_hash: ctx.session.ownerHash ?? null,
-      tokens_before: d.tokensBefore,
-      tokens_after: d.tokensAfter,
+      ...said,
       summary_reused: stretch.calls === 0,
       summariser_calls: stretch.calls,
       pins: f.pins,
