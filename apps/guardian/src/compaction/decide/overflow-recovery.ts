@@ -53,6 +53,13 @@ export class OverflowRecovery {
       this.reporter.overflowRecovery(ctx);
       return { res: replay };
     }
+    // The same bytes again would only be refused again (issue 30 item 11: the retry resent a request it could not
+    // shorten): the client hears the first refusal, and the recovery is counted as failed.
+    if (retry.body.equals(sent?.body ?? ctx.input.body)) {
+      this.reporter.overflowRecovery(ctx);
+      this.reporter.recoveryFailed(ctx, 'retry_unchanged', undefined);
+      return { res: replay };
+    }
     const second = await resend(retry.body);
     // The retry's compaction was counted by the engine, with reason "overflow".
     if (second.status < 400) {
