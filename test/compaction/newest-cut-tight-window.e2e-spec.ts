@@ -69,6 +69,7 @@ describe.each(loadRecordings().map((r) => [`${r.client} ${r.version}`, r] as con
     const s = bodies(rec);
     const window = windowFor(s.own, s.pasteTokens);
     const statuses: number[] = [];
+    const cutHeaders: (string | null)[] = [];
     let stack: Stack;
 
     beforeAll(async () => {
@@ -85,6 +86,7 @@ describe.each(loadRecordings().map((r) => [`${r.client} ${r.version}`, r] as con
           body: JSON.stringify(body),
         });
         statuses.push(res.status);
+        cutHeaders.push(res.headers.get('x-guardian-newest-cut'));
         await res.arrayBuffer();
       }
     });
@@ -108,6 +110,20 @@ describe.each(loadRecordings().map((r) => [`${r.client} ${r.version}`, r] as con
       forwarded(stack.stub).forEach((r, i) => {
         expect(requestText(r.json as Json)).toContain(head(i + 1));
       });
+    });
+
+    it('tells the client, in a header and an event, on exactly the turns whose newest message was cut', async () => {
+      const cut = forwarded(stack.stub).map((r, i) => !requestText(r.json as Json).includes(paste(i + 1)));
+      // The client's own part and one paste are over the window, so every turn that fits had its paste cut.
+      expect(cut).toEqual(new Array<boolean>(TURNS).fill(true));
+      cutHeaders.forEach((h, i) => {
+        if (cut[i]) expect(h).toMatch(/^omitted_tokens=[1-9]\d*; original_tokens=[1-9]\d*; span=\S+$/);
+        else expect(h).toBeNull();
+      });
+      const events = (await (await fetch(`${stack.guardian.url}/guardian/events`)).json()) as {
+        events: { kind: string }[];
+      };
+      expect(events.events.filter((e) => e.kind === 'newest_cut')).toHaveLength(cut.filter(Boolean).length);
     });
   },
 );

@@ -95,6 +95,16 @@ export interface Decision {
   /** Raw (uncalibrated) estimate of what is forwarded, for calibration samples. */
   rawForwarded: number;
   compactedAt?: string;
+  /** The newest message the user typed was itself cut to fit (ARCHITECTURE.md#compaction): the client is told. */
+  newestCut?: NewestCut;
+}
+
+/** What was cut from the newest message: told to the client in `X-Guardian-Newest-Cut` and a `newest_cut` event. */
+export interface NewestCut {
+  originalTokens: number;
+  omittedTokens: number;
+  /** The span that holds the whole message, when it could be archived. */
+  ref?: string;
 }
 
 /** What the bookkeeping of one answer needs to know about its request, however the request was decided. */

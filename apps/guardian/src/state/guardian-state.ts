@@ -6,6 +6,7 @@ export type EventKind =
   | 'compaction'
   | 'summary_chunked'
   | 'oversized_spill'
+  | 'newest_cut'
   | 'fail_open'
   | 'overflow_recovered'
   | 'archive_deferred';

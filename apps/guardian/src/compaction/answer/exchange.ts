@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { UpstreamResponse } from '@guardian/upstream';
 
 import type { ObservedAnswer } from '../../formats/format-adapter';
-import type { PreparedRequest } from '../handoff';
+import type { NewestCut, PreparedRequest } from '../handoff';
 import { AnswerBookkeeping } from './answer-bookkeeping';
 import { AnswerReader } from './answer-reader';
 import { AnswerReporter } from './answer-reporter';
@@ -38,6 +38,8 @@ export class Exchange {
   ) {
     const ignored = request.ctx?.session.ignored ?? request.facts?.ignoredWarning;
     if (ignored) this.responseHeaders['x-guardian-warning'] = ignored.warning;
+    const cut = request.decision?.newestCut;
+    if (cut) this.responseHeaders['x-guardian-newest-cut'] = newestCutHeader(cut);
   }
 
   /** Follows the answer as it streams to the client: reads usage and tool calls without holding any byte back. */
@@ -82,4 +84,14 @@ export class ExchangeFactory {
   create(request: PreparedRequest, timing: ExchangeTiming): Exchange {
     return new Exchange(this.deps, request, timing);
   }
+}
+
+/**
+ * `X-Guardian-Newest-Cut`: how much of the newest message the model did not see, and the span that holds it whole
+ * (`context-guardian-recall --show <span>`). Names and counts only, like the events.
+ */
+function newestCutHeader(cut: NewestCut): string {
+  const parts = [`omitted_tokens=${cut.omittedTokens}`, `original_tokens=${cut.originalTokens}`];
+  if (cut.ref) parts.push(`span=${cut.ref}`);
+  return parts.join('; ');
 }

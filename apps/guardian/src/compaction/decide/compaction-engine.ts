@@ -25,7 +25,7 @@ import type { MemoEntry } from '@guardian/memo';
 
 import type { CompactionSection } from '../../config/config-sections';
 import { GuardianConfig } from '../../config/guardian-config';
-import type { Decision, RequestContext } from '../handoff';
+import type { Decision, NewestCut, RequestContext } from '../handoff';
 import { DecisionReporter } from './decision-reporter';
 import { conversationPrefixHashes, requestBytes } from '../request/conversation-reader';
 import { PrecompactJobs } from './precompact-jobs';
@@ -96,7 +96,7 @@ export class CompactionEngine {
     if (!chosen) return unchanged; // nothing could help without growing the request: forward it as sent
     // A stretch whose summary did not pay for itself stays archived and memoized; this request goes without it.
     if (chosen.cut === 0) stretch = undefined;
-    const { body, tokens, spilled } = await this.render(ctx, chosen, block.pinsBy);
+    const { body, tokens, spilled, newestCut } = await this.render(ctx, chosen, block.pinsBy);
     // The plan's rooms hold every pointer, so this is only a guard: never forward more than the client sent.
     if ((!stretch && spilled === 0) || tokens >= count.tokens) return unchanged;
     const decision: Decision = {
@@ -107,6 +107,7 @@ export class CompactionEngine {
       rawForwarded: Math.ceil(tokens / Math.max(count.counter.factor, 0.01)),
       compactedAt: new Date().toISOString(),
     };
+    if (newestCut) decision.newestCut = newestCut;
     this.reporter.forwarded(ctx, decision, { stretch, pins: chosen.pins.length, spilled });
     return decision;
   }
@@ -116,9 +117,10 @@ export class CompactionEngine {
     ctx: RequestContext,
     plan: RebuildPlan,
     pinsBy: readonly (readonly string[])[],
-  ): Promise<{ body: Buffer; tokens: number; spilled: number }> {
+  ): Promise<{ body: Buffer; tokens: number; spilled: number; newestCut?: NewestCut }> {
     const { conv, count } = ctx;
     const replaceText = new Map<number, string>();
+    let newestCut: NewestCut | undefined;
     for (const s of plan.spills) {
       const m = conv.messages[s.index]!;
       const ref = await this.archiver.spill(ctx, s.index);
@@ -134,7 +136,12 @@ export class CompactionEngine {
             omittedTokens: omitted,
           }),
       });
-      if (cut) replaceText.set(s.index, cut.text);
+      if (!cut) continue;
+      replaceText.set(s.index, cut.text);
+      if (s.newest) {
+        newestCut = { originalTokens: cut.originalTokens, omittedTokens: cut.omittedTokens };
+        if (ref) newestCut.ref = ref.ref;
+      }
     }
     const json = ctx.adapter.rebuild(conv, { keep: plan.keep, summaryBlock: plan.block, replaceText });
     const tokens = rebuiltTokens(
@@ -142,7 +149,12 @@ export class CompactionEngine {
       plan,
       replaceText,
     );
-    return { body: requestBytes(json, conv, ctx.adapter.itemsKey), tokens, spilled: replaceText.size };
+    return {
+      body: requestBytes(json, conv, ctx.adapter.itemsKey),
+      tokens,
+      spilled: replaceText.size,
+      newestCut,
+    };
   }
 }
 

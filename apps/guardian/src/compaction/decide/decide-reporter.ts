@@ -182,6 +182,15 @@ export class DecideReporter {
       metrics.oversizedSpills.inc({ route });
       if (!stretch) state.emit({ kind: 'oversized_spill', ...said });
     }
+    const cut = d.newestCut;
+    if (cut)
+      state.emit({
+        kind: 'newest_cut',
+        ...said,
+        original_tokens: cut.originalTokens,
+        omitted_tokens: cut.omittedTokens,
+        span: cut.ref ?? null,
+      });
     if (!stretch) return;
     metrics.compactions.inc({ route, reason: ctx.reason ?? 'budget' });
     metrics.tokensBefore.observe({ route }, d.tokensBefore);
