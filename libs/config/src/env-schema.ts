@@ -53,7 +53,7 @@ export const envSchema = z.object({
   GUARDIAN_CHARS_PER_TOKEN: z.coerce.number().gt(0).default(3.5),
   GUARDIAN_COUNT_TOOLS: flag('1'),
   GUARDIAN_CALIBRATE: flag('1'),
-  GUARDIAN_TOKENIZE_TIMEOUT_MS: int(300),
+  GUARDIAN_TOKENIZE_TIMEOUT_MS: int(5000),
   GUARDIAN_UPSTREAM_TIMEOUT: z.coerce.number().positive().default(600),
   GUARDIAN_UPSTREAM_CONNECT_TIMEOUT: z.coerce.number().positive().default(10),
   GUARDIAN_SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).default(5),
