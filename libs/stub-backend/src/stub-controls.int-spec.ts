@@ -177,6 +177,30 @@ describe('stub controls', () => {
     );
   });
 
+  it('holdSummaries holds summary requests, not the client requests, until release()', async () => {
+    const hold = stub.holdSummaries();
+    const summary = {
+      model: 'm',
+      messages: [
+        { role: 'system', content: `${SUMMARY_MARKER}: condense the transcript.` },
+        { role: 'user', content: 'we chose FACT-DB-postgres' },
+      ],
+    };
+    let answered = false;
+    const held = post(`${stub.baseUrl}/chat/completions`, summary).then((res) => {
+      answered = true;
+      return res;
+    });
+    await hold.arrived;
+    // A client request flows while the summary waits.
+    expect((await post(`${stub.baseUrl}/chat/completions`, chat('hello'))).status).toBe(200);
+    expect(answered).toBe(false);
+    hold.release();
+    expect((await held).status).toBe(200);
+    // Released for good: the next summary is not held.
+    expect((await post(`${stub.baseUrl}/chat/completions`, summary)).status).toBe(200);
+  });
+
   it('still rejects a summary request over the window', async () => {
     const res = await post(`${stub.baseUrl}/chat/completions`, chat(`${SUMMARY_MARKER} ${'w '.repeat(300)}`));
     expect(res.status).toBe(400);

@@ -40,6 +40,8 @@ class StubServer implements StubBackend {
   private overflows: StubFlavor[] = [];
   private pendingHolds: Hold[] = [];
   private readonly activeHolds = new Set<Hold>();
+  /** Set by holdSummaries(): summariser calls wait on it until released. */
+  private summaryHold: Hold | undefined;
 
   constructor(private readonly options: ResolvedOptions) {
     this.server = createServer({ noDelay: true, keepAlive: true }, (req, res) => this.receive(req, res));
@@ -69,6 +71,20 @@ class StubServer implements StubBackend {
     const { hold, firstEventSent } = newHold();
     this.pendingHolds.push(hold);
     return { release: () => hold.release(), firstEventSent };
+  }
+
+  holdSummaries(): { release(): void; arrived: Promise<void> } {
+    const { hold, firstEventSent } = newHold();
+    this.summaryHold?.release();
+    this.summaryHold = hold;
+    this.activeHolds.add(hold);
+    return {
+      release: () => {
+        if (this.summaryHold === hold) this.summaryHold = undefined;
+        hold.release();
+      },
+      arrived: firstEventSent,
+    };
   }
 
   failNext(status: number, body: unknown): void {
@@ -114,6 +130,7 @@ class StubServer implements StubBackend {
     for (const hold of [...this.pendingHolds, ...this.activeHolds]) hold.release();
     this.pendingHolds = [];
     this.activeHolds.clear();
+    this.summaryHold = undefined;
   }
 
   private receive(req: IncomingMessage, res: ServerResponse): void {
@@ -174,6 +191,11 @@ class StubServer implements StubBackend {
       const answer = answerGeneration(generation, record, this.generationContext());
       // A slow (or, with a delay past the caller's patience, hung) summariser: the client's own requests are not held.
       if (record.isSummary && options.summaryDelayMs > 0 && !(await wait(options.summaryDelayMs))) return;
+      const held = record.isSummary ? this.summaryHold : undefined;
+      if (held) {
+        held.markSent();
+        await held.released;
+      }
       if (answer.kind === 'json') return this.sendJson(res, record, answer);
       return this.sendEvents(res, record, answer.events);
     }

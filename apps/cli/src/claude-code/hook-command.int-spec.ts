@@ -183,6 +183,9 @@ describe('the hooks install writes, and uninstall', () => {
         encoding: 'utf8',
       });
       expect([child.status, child.stderr]).toEqual([0, '']);
+      io.out();
+      expect(await main(['status'], io)).toBe(0);
+      expect(io.out()).not.toContain('cannot run');
       const verdict = await verifyArchive({ spanDir: join(root, 'xdg', 'context-guardian', 'spans') });
       expect(verdict).toMatchObject({ ok: true, runs: [expect.objectContaining({ status: 'ok' })] });
     })();
@@ -200,5 +203,28 @@ describe('the hooks install writes, and uninstall', () => {
     expect(child.status).toBe(1);
     expect(child.stderr).toContain('context-guardian-claude-code: cannot run:');
     expect(child.stderr).toContain(`cd ${clone} && npm ci && npm run build`);
+  });
+
+  it('status says when the hooks installed cannot run, and exits 1', async () => {
+    const clone = join(root, 'clone');
+    cpSync(join(ROOT, 'bin'), join(clone, 'bin'), { recursive: true });
+    const cloneBin = join(clone, 'bin', 'context-guardian-claude-code.js');
+    expect(await main(['install', '--apply', '--command', `node '${cloneBin}'`], io)).toBe(0);
+    io.out();
+    expect(await main(['status'], io)).toBe(1);
+    expect(io.out()).toContain(`cannot run: ${clone} is not built`);
+
+    rmSync(settings);
+    expect(await main(['install', '--apply', '--command', 'context-guardian-claude-code'], io)).toBe(0);
+    io.out();
+    expect(await main(['status'], io)).toBe(1);
+    expect(io.out()).toContain('cannot run: context-guardian-claude-code is not on PATH');
+
+    rmSync(clone, { recursive: true });
+    rmSync(settings);
+    expect(await main(['install', '--apply', '--command', `node '${cloneBin}'`], io)).toBe(0);
+    io.out();
+    expect(await main(['status'], io)).toBe(1);
+    expect(io.out()).toContain(`cannot run: ${cloneBin} is missing`);
   });
 });

@@ -63,3 +63,29 @@ export function toolCommand(
   if (found !== undefined && self !== undefined && realpath(found) === self) return tool;
   return `node ${shellWord(bin)}`;
 }
+
+/** The word a shell reads from `'...'` (with `'\\''` inside) or a bare word. */
+function unquote(word: string): string {
+  return word.startsWith("'") ? word.slice(1, -1).replaceAll(`'\\''`, "'") : word;
+}
+
+/**
+ * Why a hook command `install` could have written would not run now, or undefined when it would (or when it is a
+ * custom `--command` this cannot judge): the bin it names is gone, its install was never built, or the bare name is
+ * not on PATH. `status` reports it, since Claude Code shows a failing hook only as it runs.
+ */
+export function whyNotRunnable(command: string, env: Record<string, string | undefined>): string | undefined {
+  const tool = 'context-guardian-claude-code';
+  const byFile = /^node\s+('(?:[^']|'\\'')*'|\S+)\s+(?:capture|resume)\s*$/.exec(command);
+  if (byFile) {
+    const file = unquote(byFile[1]!);
+    if (!file.endsWith(`${tool}.js`)) return undefined;
+    if (!existsSync(file)) return `${file} is missing`;
+    const root = path.dirname(path.dirname(file));
+    const entry = path.join(root, 'dist', 'apps', 'cli', 'src', 'claude-code', 'main.js');
+    return existsSync(entry) ? undefined : `${root} is not built (npm ci && npm run build there)`;
+  }
+  if (new RegExp(`^${tool}\\s`).test(command) && onPath(tool, env.PATH) === undefined)
+    return `${tool} is not on PATH (npm link in a built clone, or install --apply again from one)`;
+  return undefined;
+}

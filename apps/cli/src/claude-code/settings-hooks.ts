@@ -109,6 +109,13 @@ export function installedHooks(settings: Settings): string[] {
   );
 }
 
+/** The commands of our hook entries, each once. */
+export function ourCommands(settings: Settings): string[] {
+  const events = [...new Set(HOOK_SPECS.map((s) => s.event))];
+  const all = events.flatMap((e) => groupsOf(settings, e).flatMap((g) => g.hooks.map((h) => h.command)));
+  return [...new Set(all.filter((c): c is string => isOurCommand(c)))];
+}
+
 /**
  * Adds our hook groups after the existing ones of each event, idempotently. Edits the file's text
  * (json-text-edit.ts): every byte outside what is added stays as the user wrote it.

@@ -149,14 +149,33 @@ export class StretchService {
   ): Promise<StretchResult> {
     const prefixHash = hashes[cut] ?? '';
     const key = `${ctx.session.hash}:${prefixHash}`;
-    let p = this.inflight.get(key);
+    const precomputed = opts.precomputed === true;
+    const existing = this.inflight.get(key);
     // A request that needs a stretch being summarised (in the background, or for another request) waits for it.
-    if (p) return p.then((r) => ({ ...r, calls: 0, chunked: false, waited: true }));
-    p = this.summariseOnce(ctx, prefixHash, memo, from, cut, opts.precomputed === true).finally(() =>
+    if (existing)
+      return existing.then((r) =>
+        this.forRequest(ctx, { ...r, calls: 0, chunked: false, waited: true }, precomputed),
+      );
+    const p = this.summariseOnce(ctx, prefixHash, memo, from, cut, precomputed).finally(() =>
       this.inflight.delete(key),
     );
     this.inflight.set(key, p);
-    return p;
+    return p.then((r) => this.forRequest(ctx, r, precomputed));
+  }
+
+  /**
+   * A summary made ahead of need archived nothing (its messages were still in every request then). A client request
+   * that meets one, still under way or stored by another replica, folds those messages away now, so it archives them
+   * as a reuse does (issue 30 item 5): taken as it was, the block read the unarchived entry as a failed write.
+   */
+  private async forRequest(
+    ctx: RequestContext,
+    r: StretchResult,
+    precomputed: boolean,
+  ): Promise<StretchResult> {
+    if (precomputed || !r.entry.precomputed) return r;
+    const reused = await this.reuse(ctx, r.entry);
+    return { ...reused, calls: r.calls, chunked: r.chunked, waited: r.waited };
   }
 
   private async summariseOnce(
