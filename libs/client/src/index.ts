@@ -3,6 +3,8 @@ export type {
   CaptureRequest,
   DigestsAnswer,
   ErrorAnswer,
+  EventAnswer,
+  EventsAnswer,
   HeadsAnswer,
   ReadAnswer,
   ReadyAnswer,
