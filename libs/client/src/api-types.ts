@@ -92,7 +92,7 @@ export interface StatsAnswer {
 }
 
 /** One entry of `GET /guardian/events`: counts and names only, never message text. */
-export interface EventAnswer {
+interface EventAnswer {
   kind:
     | 'compaction'
     | 'summary_chunked'
@@ -158,9 +158,4 @@ export interface CaptureAnswer {
   run: string | null;
   span: number | null;
   archived_end: number;
-}
-
-/** Every refusal guardian answers on its own endpoints (OpenAI-shaped, with a stable code). */
-export interface ErrorAnswer {
-  error: { message: string; type: string; code: string };
 }

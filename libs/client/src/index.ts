@@ -1,13 +1,11 @@
+export { ARCHIVE_API_LIMITS } from './api-limits';
 export type {
   CaptureAnswer,
   CaptureRequest,
   DigestsAnswer,
-  ErrorAnswer,
-  EventAnswer,
   EventsAnswer,
   HeadsAnswer,
   ReadAnswer,
-  ReadyAnswer,
   ReceiptsAnswer,
   RunsAnswer,
   SavingsAnswer,
@@ -18,14 +16,6 @@ export type {
   StatsSession,
   UsageAnswer,
 } from './api-types';
-export {
-  GuardianClient,
-  GuardianClientError,
-  type ClientErrorCode,
-  type GuardianClientOptions,
-  type Query,
-  type RawReply,
-} from './guardian-client';
+export { GuardianClient, GuardianClientError } from './guardian-client';
 export { RemoteArchive } from './remote-archive';
-export { sidecarTarget, type SidecarTarget } from './sidecar-target';
-export { ARCHIVE_API_LIMITS } from './api-limits';
+export { sidecarTarget } from './sidecar-target';
