@@ -17,6 +17,7 @@ import {
   summaryCalls,
   type Json,
 } from './support';
+import { until } from '../support/wait';
 
 /**
  * Issue 14: with pre-compaction on, the stretch the next cut will evict is summarised in the background after an
@@ -47,11 +48,10 @@ async function stats(url: string): Promise<Json & { precompact: Precompact; summ
 
 /** What a person does between turns: reads the answer. Meanwhile the background job, if any, finishes. */
 async function idle(url: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if ((await stats(url)).precompact.running === 0) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('a background pre-compaction did not finish within 10 s');
+  await until(
+    'the background pre-compaction to finish',
+    async () => (await stats(url)).precompact.running === 0,
+  );
 }
 
 /** Sends `turns` turns through the OpenAI SDK, pausing after each; returns when each request left the client. */
@@ -92,7 +92,7 @@ describe('pre-compaction on: a 24-turn session at an 8,192 window', () => {
   beforeAll(async () => {
     stack = await startStack({ stub: { window: WINDOW, summaryDelayMs: 150 }, env: ON });
     ({ sentAt, history } = await converse(stack.baseURL, stack.guardian.url, 24));
-  }, 60_000);
+  });
   afterAll(async () => {
     await stack.close();
   });
@@ -138,7 +138,7 @@ describe('pre-compaction off: the same session waits on the summariser at every 
     } finally {
       await stack.close();
     }
-  }, 60_000);
+  });
 });
 
 describe('pre-compaction when things go wrong', () => {
@@ -158,7 +158,7 @@ describe('pre-compaction when things go wrong', () => {
     } finally {
       await stack.close();
     }
-  }, 60_000);
+  });
 
   it('drops a pre-computed summary when the history changes under it', async () => {
     const stack = await startStack({ stub: { window: WINDOW }, env: ON });
@@ -176,14 +176,14 @@ describe('pre-compaction when things go wrong', () => {
     } finally {
       await stack.close();
     }
-  }, 60_000);
+  });
 });
 
 describe('pre-compaction across two replicas sharing Redis', () => {
   let redis: TestRedis;
   beforeAll(async () => {
     redis = await startRedis();
-  }, 60_000);
+  });
   afterAll(async () => {
     await redis.stop();
   });
@@ -195,7 +195,7 @@ describe('pre-compaction across two replicas sharing Redis', () => {
       ...ON,
       GUARDIAN_REDIS_URL: redis.url,
       GUARDIAN_REDIS_PREFIX: `pre-${Date.now()}:`,
-      GUARDIAN_REDIS_TIMEOUT_MS: '2000',
+      GUARDIAN_REDIS_TIMEOUT_MS: '60000',
     };
     const a = await startStack({ stub: { window: WINDOW, summaryDelayMs: 150 }, env });
     const b = await startStack({ stub: { window: WINDOW, summaryDelayMs: 150 }, env });
@@ -229,5 +229,5 @@ describe('pre-compaction across two replicas sharing Redis', () => {
       await a.close();
       await b.close();
     }
-  }, 120_000);
+  });
 });

@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
 
+import { MUST_COME_MS } from './wait';
+
 export interface TestRedis {
   /** `redis://[:password@]127.0.0.1:<port>` */
   url: string;
@@ -41,7 +43,8 @@ export interface StartRedisOptions {
 /** The image CI builds locally (test/deploy/live/images/redis.Dockerfile); compose runs the same one. */
 export const REDIS_IMAGE = 'redis:7-bookworm';
 const DOCKER_PROBE_MS = 2000;
-const READY_TIMEOUT_MS = 10_000;
+/** A hang guard: a server that was started must answer, however busy the machine. */
+const READY_TIMEOUT_MS = MUST_COME_MS;
 
 /** A real Redis: see the order above. Never skips: without any Redis it throws how to install one. */
 export async function startRedis(options: StartRedisOptions = {}): Promise<TestRedis> {

@@ -18,7 +18,7 @@ import type {
 
 /** `GET /readyz`. */
 export interface ReadyAnswer {
-  status: 'ready';
+  status: 'ready' | 'draining';
   version: string;
   span_volume: 'writable' | 'full' | 'read-only' | 'missing';
   memo_store: 'memory' | 'redis';

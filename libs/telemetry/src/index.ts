@@ -4,9 +4,11 @@ export {
   GUARDIAN_METRIC_NAMES,
   GuardianMetrics,
   MEMO_OPS,
+  RECALL_TOOL_LABELS,
   type AccessRefusalReason,
   type FailOpenStage,
   type PrecompactOutcome,
+  type RequestOutcome,
   type Route,
 } from './metrics';
 export { packageVersion } from './package-version';

@@ -3,5 +3,5 @@ export { parseOverflow } from './overflow';
 export { tokenizeCount } from './tokenize';
 export { UpstreamClient, peekBody, type UpstreamResponse } from './upstream-client';
 export { UpstreamError } from './upstream-error';
-export { upstreamPathFor } from './upstream-path';
+export { upstreamTarget } from './upstream-path';
 export { detectWindow } from './window-detect';

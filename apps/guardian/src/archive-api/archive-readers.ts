@@ -4,7 +4,8 @@ import { LocalArchive, Receipts } from '@guardian/archive';
 
 import type { Viewer } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
-import { Observability } from '../observability/observability';
+import { SealMonitor } from '../archive-verifier/seal-monitor';
+import { FailOpen } from '../observability/fail-open';
 import { LIMITS } from './archive-query';
 
 /**
@@ -17,7 +18,8 @@ export class ArchiveReaders {
   constructor(
     private readonly config: GuardianConfig,
     private readonly receipts: Receipts,
-    private readonly obs: Observability,
+    private readonly seal: SealMonitor,
+    private readonly failOpen: FailOpen,
   ) {}
 
   forViewer(viewer: Viewer): LocalArchive {
@@ -32,8 +34,8 @@ export class ArchiveReaders {
       receipts: this.receipts,
       searchTimeoutMs: LIMITS.searchMs,
       // Receipts report runs_broken from the background seal check, not a verify of every run per call.
-      sealKnowledge: this.obs.seal,
-      onReceiptError: (err) => this.obs.failOpen('archive', 'receipt_write', { route: 'other', err }),
+      sealKnowledge: this.seal,
+      onReceiptError: (err) => this.failOpen.report('archive', 'receipt_write', { route: 'other', err }),
     });
   }
 }

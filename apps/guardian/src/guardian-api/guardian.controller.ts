@@ -11,7 +11,7 @@ import { computeBudget } from '@guardian/compaction';
 import { MemoStore } from '@guardian/memo';
 import { GuardianMetrics } from '@guardian/telemetry';
 
-import { sessionHash } from '../compaction/session';
+import { sessionHash } from '../compaction/request/session';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianRuntime } from '../config/guardian-runtime';
 import { GuardianError } from '../http/http-error';
