@@ -4,7 +4,7 @@ import { createServer as createNetServer, type AddressInfo, type Server, type So
 import { sha256Hex } from '@guardian/archive';
 
 import { startStack, type Stack } from '../../../test/support/stack';
-import type { StatsAnswer } from './api-types';
+import type { ReadyAnswer, StatsAnswer } from './api-types';
 import { GuardianClient, GuardianClientError, type ClientErrorCode } from './guardian-client';
 
 // The client against a real sidecar (booted in-process before the stub backend): every call it makes, the bodies
@@ -47,6 +47,16 @@ const STATS_KEYS: Record<keyof StatsAnswer, true> = {
   seal_status: true,
   seal_checked_at: true,
   sessions: true,
+};
+
+/** The same for `/readyz`, whose body the sidecar's health controller also declares as the client's type. */
+const READY_KEYS: Record<keyof ReadyAnswer, true> = {
+  status: true,
+  version: true,
+  span_volume: true,
+  memo_store: true,
+  redis: true,
+  upstream: true,
 };
 
 const SESSION = 'client-spec-session';
@@ -105,9 +115,10 @@ describe('GuardianClient against a sidecar', () => {
     await stack?.close();
   });
 
-  it('reads /readyz as an answer, ready or not', async () => {
+  it('reads /readyz as an answer, ready or not, with exactly the keys of ReadyAnswer', async () => {
     const ready = await client.ready();
     expect(ready.status).toBe(200);
+    expect(Object.keys(ready.body ?? {}).sort()).toEqual(Object.keys(READY_KEYS).sort());
     expect(ready.body).toMatchObject({ status: 'ready', version: 'test', memo_store: 'memory' });
   });
 

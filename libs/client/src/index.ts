@@ -6,6 +6,7 @@ export type {
   EventsAnswer,
   HeadsAnswer,
   ReadAnswer,
+  ReadyAnswer,
   ReceiptsAnswer,
   RunsAnswer,
   SavingsAnswer,
