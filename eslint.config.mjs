@@ -31,7 +31,7 @@ const noCodeDuckTyping = {
     "Read a code with codeOf(err) or test it with Class.is(err, code) (@guardian/errors), not 'code' in err.",
 };
 
-// A module names what it exports (ARCHITECTURE.md#libraries): `export *` hides a lib's contract from its index
+// A module names what it exports (ARCHITECTURE.md#layers): `export *` hides a lib's contract from its index
 // and from the unused-export check.
 const namedExports = {
   selector: 'ExportAllDeclaration',
