@@ -31,6 +31,13 @@ const noCodeDuckTyping = {
     "Read a code with codeOf(err) or test it with Class.is(err, code) (@guardian/errors), not 'code' in err.",
 };
 
+// A module names what it exports (ARCHITECTURE.md#layers): `export *` hides a lib's contract from its index
+// and from the unused-export check.
+const namedExports = {
+  selector: 'ExportAllDeclaration',
+  message: "Name the exports: export { a, type B } from ... (the index is the lib's contract).",
+};
+
 const noClockOrEnv = {
   'no-restricted-properties': [
     'error',
@@ -57,6 +64,7 @@ const noClockOrEnv = {
     },
     // Repeated here: a file's no-restricted-syntax replaces the general one.
     noCodeDuckTyping,
+    namedExports,
   ],
 };
 
@@ -124,7 +132,7 @@ export default tseslint.config(
       '@typescript-eslint/no-extraneous-class': 'off',
       'no-empty': ['error', { allowEmptyCatch: false }],
       'no-restricted-imports': ['error', crossProject],
-      'no-restricted-syntax': ['error', noCodeDuckTyping],
+      'no-restricted-syntax': ['error', noCodeDuckTyping, namedExports],
     },
   },
   {

@@ -6,8 +6,6 @@ import { assertRunId } from './archive-paths';
 import { ensureDir, isErrno, parseCrashPoint, type ArmedCrash, type CrashPoint } from './durable-fs';
 import { RunWriter, type ArchiveWarning, type PlacedSpan, type SealedHead } from './run-writer';
 
-export type { ArchiveWarning, PlacedSpan, SealedHead } from './run-writer';
-
 /** Options of the sealed span writer. */
 export interface SealedArchiveOptions {
   spanDir: string;

@@ -3,7 +3,7 @@ import { spillReserveChars } from './spill';
 import type { Counter, NeutralMessage } from './types';
 
 /** Characters the summary block costs beyond its text: the separator where it joins the client's system prompt. */
-export const BLOCK_OVERHEAD_CHARS = 16;
+const BLOCK_OVERHEAD_CHARS = 16;
 /**
  * What an older paste is cut to when the request must shrink: a head and a tail of about this many tokens in all,
  * plus the pointer. Fixed rather than "just enough", so the same paste is cut the same way on every later turn and
@@ -39,7 +39,7 @@ export interface RebuildInput {
   pinsBy?: readonly (readonly string[])[];
 }
 
-export interface SpillOrder {
+interface SpillOrder {
   index: number;
   /** Tokens the cut text (head, pointer, carried pins, tail) may take. */
   roomTokens: number;

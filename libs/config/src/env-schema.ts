@@ -37,7 +37,7 @@ const optionalText = z
 export const DEFAULT_PORT = 8786;
 
 /** The log levels GUARDIAN_LOG_LEVEL takes (pino's). */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** The sidecar's environment: every variable, its validation and its default. */

@@ -72,14 +72,8 @@ export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as con
 
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
-export type CompactionReason = (typeof COMPACTION_REASONS)[number];
 export type FailOpenStage = (typeof FAIL_OPEN_STAGES)[number];
-export type SummariserOutcome = (typeof SUMMARISER_OUTCOMES)[number];
-export type MemoStoreKind = (typeof MEMO_STORES)[number];
-export type MemoOp = (typeof MEMO_OPS)[number];
-export type ArchiveFailureReason = (typeof ARCHIVE_FAILURE_REASONS)[number];
 export type PrecompactOutcome = (typeof PRECOMPACT_OUTCOMES)[number];
-export type TokenReloadOutcome = (typeof TOKEN_RELOAD_OUTCOMES)[number];
 export type AccessRefusalReason = (typeof ACCESS_REFUSAL_REASONS)[number];
 
 const NAMES = {

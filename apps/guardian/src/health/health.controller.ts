@@ -1,6 +1,7 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 
+import type { ReadyAnswer } from '@guardian/client';
 import { MemoStore, RedisMemoStore } from '@guardian/memo';
 
 import { GuardianConfig } from '../config/guardian-config';
@@ -14,7 +15,8 @@ import { SpanVolumeProbe } from './span-volume-probe';
  * volume or a Redis outage must not take replicas out of the Service, since guardian fails open around both.
  * Once SIGTERM has come, `/readyz` answers 503 `draining` while requests are still served, so the Service and any
  * load balancer stop sending here before the listener closes (docs/RELIABILITY.md#shutdown); `/healthz` stays 200, or
- * the kubelet would restart a pod that is only shutting down.
+ * the kubelet would restart a pod that is only shutting down. The body is the client's {@link ReadyAnswer}, so the doctor
+ * and the sidecar cannot drift apart.
  */
 @Controller()
 export class HealthController {
@@ -34,7 +36,7 @@ export class HealthController {
 
   @Get('readyz')
   @Header('cache-control', 'no-store')
-  async readyz(@Res({ passthrough: true }) reply: FastifyReply): Promise<Record<string, unknown>> {
+  async readyz(@Res({ passthrough: true }) reply: FastifyReply): Promise<ReadyAnswer> {
     const draining = this.serving.draining;
     if (draining) void reply.status(503);
     // 'ready', 'connecting' or 'down' when GUARDIAN_REDIS_URL is set: reported, never gating
