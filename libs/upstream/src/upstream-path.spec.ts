@@ -56,6 +56,10 @@ describe('upstreamTarget (issue 30 item 4: the base path is a boundary)', () => 
     ['/v1/%252e%252e/%252e%252e/tenant-b', 'double-encoded dots'],
     ['/v1/%25252e%25252e%25252f%25252e%25252e%25252ftenant-b', 'triple-encoded dots and slashes'],
     ['/v1//..//..//tenant-b', 'doubled slashes around dot segments (merge_slashes)'],
+    [
+      '/..//v1/\\..%5ctenant-a%2F',
+      'a climb that comes back in when slashes merge, and stays out when they do not',
+    ],
     ['/v1/..;/..;/tenant-b/secret', 'path parameters on dot segments (Tomcat, Spring)'],
     ['/v1/%c0%ae%c0%ae/%c0%ae%c0%ae/tenant-b', 'overlong UTF-8 dots'],
     ['/v1/..%c0%af..%c0%aftenant-b', 'overlong UTF-8 slashes'],

@@ -30,11 +30,15 @@ export function upstreamTarget(incomingUrl: string, basePath: string): UpstreamT
   if (!/[%\\;]|\/\./.test(path)) return { ok: true, path: `${mapped}${query}` };
   const inside = permissiveSegments(mapped);
   const rootSegments = permissiveSegments(root);
+  // Servers disagree on whether an empty segment counts before a `..` (the WHATWG parser keeps `//`, nginx merges
+  // it), so `/..//v1/\..` climbs out under one reading and comes back in under the other: both must stay inside.
+  const kept = keptEmptySegments(mapped);
   if (
     inside === null ||
     rootSegments === null ||
-    inside.length < rootSegments.length ||
-    rootSegments.some((s, i) => inside[i] !== s)
+    kept === null ||
+    !under(inside, rootSegments) ||
+    !under(kept, rootSegments)
   )
     return { ok: false, reason: `the path leaves the upstream's base path (${root || '/'})` };
   return { ok: true, path: `${mapped}${query}` };
@@ -54,6 +58,45 @@ const OVERLONG_SLASH = /\xc0\xaf|\xe0\x80\xaf|\xc1\x9c/g;
  * Null when the decoding does not settle.
  */
 export function permissiveSegments(path: string): string[] | null {
+  const text = permissiveText(path);
+  if (text === null) return null;
+  const out: string[] = [];
+  for (const segment of rawSegments(text)) {
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') out.pop();
+    else out.push(segment);
+  }
+  return out;
+}
+
+/** The segments as the WHATWG URL parser resolves them: as permissiveSegments, but an empty segment is one. */
+function keptEmptySegments(path: string): string[] | null {
+  const text = permissiveText(path);
+  if (text === null) return null;
+  const out: string[] = [];
+  const segments = rawSegments(text).slice(1); // the first is before the leading slash
+  segments.forEach((segment, i) => {
+    if (segment === '..') out.pop();
+    else if (segment !== '.' && !(segment === '' && i === segments.length - 1)) out.push(segment);
+  });
+  return out;
+}
+
+/** Whether `segments` start with every segment of `root`. */
+function under(segments: readonly string[], root: readonly string[]): boolean {
+  return segments.length >= root.length && root.every((s, i) => segments[i] === s);
+}
+
+/** The segments of a decoded path, `;params` dropped from each. */
+function rawSegments(text: string): string[] {
+  return text.split('/').map((raw) => {
+    const semicolon = raw.indexOf(';');
+    return semicolon === -1 ? raw : raw.slice(0, semicolon);
+  });
+}
+
+/** `path` percent-decoded until it settles, overlong forms and backslashes read as dots and slashes; null if not. */
+function permissiveText(path: string): string | null {
   let text = path;
   for (let round = 0; ; round++) {
     // Byte by byte into a latin1 string: an invalid UTF-8 sequence must not throw, it must be read.
@@ -64,14 +107,5 @@ export function permissiveSegments(path: string): string[] | null {
     if (round === DECODE_ROUNDS) return null;
     text = decoded;
   }
-  text = text.replace(OVERLONG_DOT, '.').replace(OVERLONG_SLASH, '/').replaceAll('\\', '/');
-  const out: string[] = [];
-  for (const raw of text.split('/')) {
-    const semicolon = raw.indexOf(';');
-    const segment = semicolon === -1 ? raw : raw.slice(0, semicolon);
-    if (segment === '' || segment === '.') continue;
-    if (segment === '..') out.pop();
-    else out.push(segment);
-  }
-  return out;
+  return text.replace(OVERLONG_DOT, '.').replace(OVERLONG_SLASH, '/').replaceAll('\\', '/');
 }
