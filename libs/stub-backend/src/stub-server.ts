@@ -39,6 +39,7 @@ class StubServer implements StubBackend {
   private failures: { status: number; body: unknown }[] = [];
   private overflows: StubFlavor[] = [];
   private pendingHolds: Hold[] = [];
+  private summaryHolds: Hold[] = [];
   private readonly activeHolds = new Set<Hold>();
 
   constructor(private readonly options: ResolvedOptions) {
@@ -69,6 +70,13 @@ class StubServer implements StubBackend {
     const { hold, firstEventSent } = newHold();
     this.pendingHolds.push(hold);
     return { release: () => hold.release(), firstEventSent };
+  }
+
+  holdNextSummary(): { release(): void; received: Promise<void> } {
+    // The same barrier as a held stream: `markSent` marks the summary request's arrival here.
+    const { hold, firstEventSent } = newHold();
+    this.summaryHolds.push(hold);
+    return { release: () => hold.release(), received: firstEventSent };
   }
 
   failNext(status: number, body: unknown): void {
@@ -111,8 +119,9 @@ class StubServer implements StubBackend {
   }
 
   private releaseHolds(): void {
-    for (const hold of [...this.pendingHolds, ...this.activeHolds]) hold.release();
+    for (const hold of [...this.pendingHolds, ...this.activeHolds, ...this.summaryHolds]) hold.release();
     this.pendingHolds = [];
+    this.summaryHolds = [];
     this.activeHolds.clear();
   }
 
@@ -174,6 +183,12 @@ class StubServer implements StubBackend {
       const answer = answerGeneration(generation, record, this.generationContext());
       // A slow (or, with a delay past the caller's patience, hung) summariser: the client's own requests are not held.
       if (record.isSummary && options.summaryDelayMs > 0 && !(await wait(options.summaryDelayMs))) return;
+      const held = record.isSummary ? this.summaryHolds.shift() : undefined;
+      if (held) {
+        held.markSent();
+        await held.released;
+        if (gone.signal.aborted) return;
+      }
       if (answer.kind === 'json') return this.sendJson(res, record, answer);
       return this.sendEvents(res, record, answer.events);
     }
