@@ -20,7 +20,7 @@ import { ownedRoute, type OwnedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
 import type { Exchange } from '../compaction/answer/exchange';
 import type { PrepareInput, PreparedRequest } from '../compaction/handoff';
-import { readSessionHeader, sessionRequiredMessage } from '../compaction/request/session';
+import { readClientSession, readSessionHeader, sessionRequiredMessage } from '../compaction/request/session';
 import { withRequestTiming, type RequestTiming } from '../observability/request-timing';
 import { ClientGone } from './client-gone';
 import { KeepAlive } from './keep-alive';
@@ -170,7 +170,10 @@ export class ProxyService implements ProxyHandler {
       );
       return undefined;
     }
-    return { sessionHeader, owner: verdict.value };
+    // No header of guardian's: the client's own session id names the session (issue 28 item 1, docs/sessions.md).
+    const named =
+      sessionHeader.kind === 'absent' ? readClientSession((name) => headerLines(req, name)) : sessionHeader;
+    return { sessionHeader: named, owner: verdict.value };
   }
 
   /**

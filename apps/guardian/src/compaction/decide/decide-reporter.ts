@@ -193,6 +193,8 @@ export class DecideReporter {
       route,
       model: ctx.conv.model,
       session: ctx.session.hash.slice(0, 8),
+      // Which header named the session, or `derived` (issue 28 item 1): a client id in use is visible here.
+      session_source: ctx.session.source ?? null,
       owner_hash: ctx.session.ownerHash ?? null,
       tokens_before: d.tokensBefore,
       tokens_after: d.tokensAfter,
