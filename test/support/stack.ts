@@ -37,6 +37,9 @@ export async function startStack(
       // Pre-compaction runs behind each answer and would race the next request of a test that sends turns back to
       // back, making summariser counts depend on timing; the tests of it (test/compaction/precompact*) turn it on.
       GUARDIAN_PRECOMPACT_THRESHOLD: '0',
+      // Keep-alive frames would commit a streamed answer's status line whenever a busy machine makes a summary slower
+      // than the period, so a test's status and headers would depend on timing; test/proxy/keep-alive* turns it on.
+      GUARDIAN_KEEPALIVE_MS: '0',
       ...opts.env,
     },
     { version: 'test', home: dataDir },

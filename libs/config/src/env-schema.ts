@@ -56,6 +56,7 @@ export const envSchema = z.object({
   GUARDIAN_TOKENIZE_TIMEOUT_MS: int(5000),
   GUARDIAN_UPSTREAM_TIMEOUT: z.coerce.number().positive().default(600),
   GUARDIAN_UPSTREAM_CONNECT_TIMEOUT: z.coerce.number().positive().default(10),
+  GUARDIAN_KEEPALIVE_MS: int(3000),
   GUARDIAN_SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).default(5),
   GUARDIAN_SHUTDOWN_GRACE_SECONDS: z.coerce.number().positive().default(25),
   GUARDIAN_MAX_BODY_BYTES: int(67108864, 1024),

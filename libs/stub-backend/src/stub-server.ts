@@ -39,6 +39,7 @@ class StubServer implements StubBackend {
   private failures: { status: number; body: unknown }[] = [];
   private overflows: StubFlavor[] = [];
   private pendingHolds: Hold[] = [];
+  private summaryHolds: Hold[] = [];
   private readonly activeHolds = new Set<Hold>();
   /** Set by holdSummaries(): summariser calls wait on it until released. */
   private summaryHold: Hold | undefined;
@@ -87,6 +88,13 @@ class StubServer implements StubBackend {
     };
   }
 
+  holdNextSummary(): { release(): void; received: Promise<void> } {
+    // The same barrier as a held stream: `markSent` marks the summary request's arrival here.
+    const { hold, firstEventSent } = newHold();
+    this.summaryHolds.push(hold);
+    return { release: () => hold.release(), received: firstEventSent };
+  }
+
   failNext(status: number, body: unknown): void {
     this.failures.push({ status, body });
   }
@@ -127,8 +135,9 @@ class StubServer implements StubBackend {
   }
 
   private releaseHolds(): void {
-    for (const hold of [...this.pendingHolds, ...this.activeHolds]) hold.release();
+    for (const hold of [...this.pendingHolds, ...this.activeHolds, ...this.summaryHolds]) hold.release();
     this.pendingHolds = [];
+    this.summaryHolds = [];
     this.activeHolds.clear();
     this.summaryHold = undefined;
   }
@@ -191,10 +200,11 @@ class StubServer implements StubBackend {
       const answer = answerGeneration(generation, record, this.generationContext());
       // A slow (or, with a delay past the caller's patience, hung) summariser: the client's own requests are not held.
       if (record.isSummary && options.summaryDelayMs > 0 && !(await wait(options.summaryDelayMs))) return;
-      const held = record.isSummary ? this.summaryHold : undefined;
+      const held = record.isSummary ? (this.summaryHolds.shift() ?? this.summaryHold) : undefined;
       if (held) {
         held.markSent();
         await held.released;
+        if (gone.signal.aborted) return;
       }
       if (answer.kind === 'json') return this.sendJson(res, record, answer);
       return this.sendEvents(res, record, answer.events);

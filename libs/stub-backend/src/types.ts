@@ -99,6 +99,11 @@ export interface StubBackend {
    * For a test that needs a summary under way at a known moment, which a delay cannot promise on a busy machine.
    */
   holdSummaries(): { release(): void; arrived: Promise<void> };
+  /**
+   * Barrier: the next summary request is held until `release()` (a summariser as slow as the test wants, with no
+   * clock); `received` resolves when it has arrived. Released by `reset()` and `close()` too.
+   */
+  holdNextSummary(): { release(): void; received: Promise<void> };
   /** The next generation request (chat, messages, responses) is answered with this status and JSON body. */
   failNext(status: number, body: unknown): void;
   /** The next generation request is rejected as too long with that flavor's real body, even when it fits. */

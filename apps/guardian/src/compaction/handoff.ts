@@ -14,10 +14,17 @@ import type { WindowInfo } from '../state/guardian-state';
 /** Why a sent header was not used; also the `reason` label of `guardian_session_header_ignored_total`. */
 export type IgnoredReason = 'empty' | 'repeated' | 'too_long';
 
+/**
+ * Which header named the session (docs/sessions.md): guardian's own, or a client's own session id, read when
+ * `X-Guardian-Session` is absent (issue 28 item 1); `derived` is the hash fallback.
+ */
+export type SessionSource =
+  'x-guardian-session' | 'x-claude-code-session-id' | 'session-id' | 'thread-id' | 'derived';
+
 /** What a request's `X-Guardian-Session` header lines amount to (docs/sessions.md, "How the header is read"). */
 export type SessionHeader =
   | { kind: 'absent' }
-  | { kind: 'value'; value: string }
+  | { kind: 'value'; value: string; source?: SessionSource }
   | { kind: 'ignored'; reason: IgnoredReason; detail: string; warning: string };
 
 export interface ResolvedSession {
@@ -31,6 +38,8 @@ export interface ResolvedSession {
   /** Team mode: the owner hash of the token that sent the request (run.json, spans, log lines, usage). */
   ownerHash?: string;
   fromHeader: boolean;
+  /** The header the key came from, or `derived`. */
+  source?: SessionSource;
   /** Set when a header was sent but ignored; answered as an X-Guardian-Warning. */
   ignored?: { reason: IgnoredReason; warning: string };
 }

@@ -57,6 +57,8 @@ export interface ProxySection {
   upstreamTimeoutSeconds: number;
   connectTimeoutSeconds: number;
   sessionHeaderRequired: boolean;
+  /** A streamed request guardian itself keeps waiting gets keep-alive bytes after this long, then on this period; 0: never. */
+  keepAliveMs: number;
 }
 
 /**
@@ -131,6 +133,7 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       upstreamTimeoutSeconds: env.GUARDIAN_UPSTREAM_TIMEOUT,
       connectTimeoutSeconds: env.GUARDIAN_UPSTREAM_CONNECT_TIMEOUT,
       sessionHeaderRequired: env.GUARDIAN_SESSION_HEADER_REQUIRED,
+      keepAliveMs: env.GUARDIAN_KEEPALIVE_MS,
     },
     shutdown: {
       // The drain is part of the grace: a drain as long as the grace would leave nothing in flight any time to end.

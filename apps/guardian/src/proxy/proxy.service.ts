@@ -20,9 +20,10 @@ import { ownedRoute, type OwnedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
 import type { Exchange } from '../compaction/answer/exchange';
 import type { PrepareInput, PreparedRequest } from '../compaction/handoff';
-import { readSessionHeader, sessionRequiredMessage } from '../compaction/request/session';
+import { readClientSession, readSessionHeader, sessionRequiredMessage } from '../compaction/request/session';
 import { withRequestTiming, type RequestTiming } from '../observability/request-timing';
 import { ClientGone } from './client-gone';
+import { KeepAlive } from './keep-alive';
 import { sendError, type ProxiedRequest, type ProxyHandler } from './proxy-front';
 import { ProxyReporter } from './proxy-reporter';
 
@@ -86,6 +87,13 @@ export class ProxyService implements ProxyHandler {
     }
     const path = target.value;
     const headers = requestHeadersForUpstream(req.headers);
+    // Guardian's own waits send a streamed client keep-alive frames (issue 28 item 2); what goes upstream is the same.
+    const { sessionHeader } = admitted;
+    const warning: Record<string, string> =
+      sessionHeader.kind === 'ignored' ? { 'x-guardian-warning': sessionHeader.warning } : {};
+    const alive =
+      route && p.body ? new KeepAlive(p, route, this.config.proxy.keepAliveMs, warning) : undefined;
+    alive?.start();
     const prepared =
       route && p.body
         ? await this.prepare(
@@ -104,8 +112,10 @@ export class ProxyService implements ProxyHandler {
             started,
           )
         : undefined;
-    const send = (body: Buffer | undefined): Promise<UpstreamResponse> =>
-      this.upstream.request({ method: req.method ?? 'GET', path, headers, body, signal: gone });
+    const send = (body: Buffer | undefined): Promise<UpstreamResponse> => {
+      alive?.handOver();
+      return this.upstream.request({ method: req.method ?? 'GET', path, headers, body, signal: gone });
+    };
 
     let request = prepared?.request;
     const timing = { sentAt: performance.now(), overheadMs: prepared?.overheadMs ?? 0 };
@@ -113,13 +123,22 @@ export class ProxyService implements ProxyHandler {
     try {
       upstream = await send(request ? request.body : p.body);
       // An error answer may be an overflow: recovery decides once more and retries (ARCHITECTURE.md#fail-open rule 5).
-      if (request && upstream.status >= 400)
+      if (request && upstream.status >= 400) {
+        alive?.start();
         ({ request, res: upstream } = await this.compaction.recover(request, upstream, send));
+      }
     } catch (err) {
-      this.upstreamFailed(p, err, request && this.compaction.follow(request, timing), gone.aborted, path);
+      this.upstreamFailed(
+        p,
+        err,
+        request && this.compaction.follow(request, timing),
+        gone.aborted,
+        path,
+        alive,
+      );
       return;
     }
-    this.relay(p, upstream, request && this.compaction.follow(request, timing));
+    this.relay(p, upstream, request && this.compaction.follow(request, timing), alive);
   }
 
   /**
@@ -151,7 +170,10 @@ export class ProxyService implements ProxyHandler {
       );
       return undefined;
     }
-    return { sessionHeader, owner: verdict.value };
+    // No header of guardian's: the client's own session id names the session (issue 28 item 1, docs/sessions.md).
+    const named =
+      sessionHeader.kind === 'absent' ? readClientSession((name) => headerLines(req, name)) : sessionHeader;
+    return { sessionHeader: named, owner: verdict.value };
   }
 
   /**
@@ -175,7 +197,12 @@ export class ProxyService implements ProxyHandler {
    * first), or broken by the upstream after its status line ('error'). Only the last is an upstream error (issue 12
    * defect 8: it was counted as a success); the first of them settles the request, the others are ignored.
    */
-  private relay(p: ProxiedRequest, upstream: UpstreamResponse, exchange: Exchange | undefined): void {
+  private relay(
+    p: ProxiedRequest,
+    upstream: UpstreamResponse,
+    exchange: Exchange | undefined,
+    alive?: KeepAlive,
+  ): void {
     const { res } = p;
     let settled = false;
     const settle = (upstreamError: boolean): void => {
@@ -197,6 +224,12 @@ export class ProxyService implements ProxyHandler {
       return;
     }
     res.once('close', () => settle(false));
+    if (alive?.committed) {
+      // The status line is out: the answer goes on without its head, a failure as the route's error event.
+      alive.relayCommitted(upstream, settle);
+      if (exchange) exchange.observe(upstream);
+      return;
+    }
     const out = responseHeadersForClient(upstream.headers);
     if (exchange) for (const name in exchange.responseHeaders) out[name] = exchange.responseHeaders[name]!;
     res.writeHead(upstream.status, out);
@@ -213,7 +246,9 @@ export class ProxyService implements ProxyHandler {
     exchange: Exchange | undefined,
     aborted: boolean,
     path: string,
+    alive?: KeepAlive,
   ): void {
+    alive?.stop();
     const e =
       err instanceof UpstreamError
         ? err
@@ -226,6 +261,7 @@ export class ProxyService implements ProxyHandler {
       return;
     }
     logger.warn({ reqId: p.id, code: e.code, path: path.split('?')[0] }, 'upstream request failed');
+    if (alive?.committed) alive.fail(e);
     if (p.res.headersSent || p.res.destroyed) return;
     sendError(p.req, p.res, e);
   }

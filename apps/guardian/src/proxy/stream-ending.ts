@@ -100,9 +100,14 @@ export class OpenStreams {
 
 /** The route's own SSE error event: Anthropic's `event: error`, OpenAI's data line with `error` (and `event: error` on
  * the Responses route, whose stream names every event). */
-export function errorFrame(p: Pick<ProxiedRequest, 'url' | 'req'>): string {
-  const style = apiStyleOf(p.url, p.req.headers);
-  const { body } = toHttpError(shuttingDown(), style);
-  const named = style === 'anthropic' || ownedRoute(p.req.method ?? 'GET', p.url) === 'responses';
+export function errorFrame(p: Pick<ProxiedRequest, 'url' | 'req'>, err: unknown = shuttingDown()): string {
+  return errorFrameOf(p, toHttpError(err, apiStyleOf(p.url, p.req.headers)).body);
+}
+
+/** The route's SSE error event carrying `body`, a JSON error body on one line (the upstream's own, or guardian's). */
+export function errorFrameOf(p: Pick<ProxiedRequest, 'url' | 'req'>, body: string): string {
+  const named =
+    apiStyleOf(p.url, p.req.headers) === 'anthropic' ||
+    ownedRoute(p.req.method ?? 'GET', p.url) === 'responses';
   return named ? `event: error\ndata: ${body}\n\n` : `data: ${body}\n\n`;
 }

@@ -200,6 +200,8 @@ export class DecideReporter {
     state.emit({
       kind: 'compaction',
       ...said,
+      // Which header named the session, or `derived` (issue 28 item 1): a client id in use is visible here.
+      session_source: ctx.session.source ?? null,
       summary_reused: stretch.calls === 0,
       summariser_calls: stretch.calls,
       pins: f.pins,

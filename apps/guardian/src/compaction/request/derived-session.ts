@@ -49,7 +49,7 @@ export class DerivedSessions {
     const slot = `${adapter.route}\n${owner?.owner ?? ''}\n${model}`;
     const hit = this.known.get(slot)?.find((k) => sameBytes(body, o, items, k));
     if (hit) {
-      const session: ResolvedSession = { key: hit.key, hash: hit.hash, fromHeader: false };
+      const session: ResolvedSession = { key: hit.key, hash: hit.hash, fromHeader: false, source: 'derived' };
       if (hit.ownerHash !== undefined) session.ownerHash = hit.ownerHash;
       return withHeader(session, header);
     }

@@ -1,4 +1,10 @@
-import { readSessionHeader, resolveSession, sessionHash, sessionRequiredMessage } from './session';
+import {
+  readClientSession,
+  readSessionHeader,
+  resolveSession,
+  sessionHash,
+  sessionRequiredMessage,
+} from './session';
 
 /** A header line as Node hands it over: one character per byte on the wire. */
 const wire = (text: string): string => Buffer.from(text, 'utf8').toString('latin1');
@@ -52,7 +58,12 @@ describe('resolveSession', () => {
 
   it('uses a value, and otherwise the same derived key whether the header was absent or ignored', () => {
     const alice = resolveSession({ kind: 'value', value: 'alice' }, 'm', messages, '');
-    expect(alice).toEqual({ key: 'alice', hash: sessionHash('alice'), fromHeader: true });
+    expect(alice).toEqual({
+      key: 'alice',
+      hash: sessionHash('alice'),
+      fromHeader: true,
+      source: 'x-guardian-session',
+    });
     const none = resolveSession({ kind: 'absent' }, 'm', messages, '');
     const empty = resolveSession(readSessionHeader(['']), 'm', messages, '');
     expect(none.key).toMatch(/^derived:[0-9a-f]{16}$/);
@@ -70,5 +81,41 @@ describe('sessionRequiredMessage', () => {
     expect(sessionRequiredMessage(readSessionHeader(['dave', 'erin']))).toMatch(
       /; the one sent was ignored: sent 2 times with different values$/,
     );
+  });
+});
+
+describe('readClientSession (issue 28 item 1)', () => {
+  const from = (headers: Record<string, string[]>) => readClientSession((name) => headers[name]);
+
+  it('tries Claude Code, then Codex session-id, then thread-id, and says which', () => {
+    const all = { 'x-claude-code-session-id': ['cc'], 'session-id': ['s'], 'thread-id': ['t'] };
+    expect(from(all)).toEqual({ kind: 'value', value: 'cc', source: 'x-claude-code-session-id' });
+    expect(from({ 'session-id': ['s'], 'thread-id': ['t'] })).toMatchObject({
+      value: 's',
+      source: 'session-id',
+    });
+    expect(from({ 'thread-id': ['t'] })).toMatchObject({ value: 't', source: 'thread-id' });
+    expect(from({})).toEqual({ kind: 'absent' });
+  });
+
+  it('skips an id it would ignore (empty, two values) for the next one', () => {
+    expect(
+      from({ 'x-claude-code-session-id': [' '], 'session-id': ['a', 'b'], 'thread-id': ['t'] }),
+    ).toMatchObject({
+      value: 't',
+      source: 'thread-id',
+    });
+  });
+
+  it('carries the source into the resolved session; the derived key says derived', () => {
+    const msgs = [{ role: 'user' as const, text: 'hi' }];
+    expect(resolveSession(from({ 'session-id': ['s'] }), 'm', msgs, '').source).toBe('session-id');
+    expect(resolveSession({ kind: 'value', value: 'alice' }, 'm', msgs, '').source).toBe(
+      'x-guardian-session',
+    );
+    expect(resolveSession({ kind: 'absent' }, 'm', msgs, '').source).toBe('derived');
+    expect(
+      resolveSession(from({ 'session-id': ['s'] }), 'm', msgs, '', { owner: 'ann', ownerHash: 'h' }).key,
+    ).toBe('ann/s');
   });
 });

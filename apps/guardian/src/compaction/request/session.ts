@@ -2,7 +2,7 @@ import { sessionHash as storedSessionHash } from '@guardian/archive';
 import { hashTexts, type NeutralMessage } from '@guardian/compaction';
 
 import { isObject, str, type ParsedConversation } from '../../formats/format-adapter';
-import type { IgnoredReason, ResolvedSession, SessionHeader } from '../handoff';
+import type { IgnoredReason, ResolvedSession, SessionHeader, SessionSource } from '../handoff';
 
 /**
  * Header values longer than this (in bytes sent) are ignored and the derived key is used (ARCHITECTURE.md#sessions).
@@ -34,6 +34,25 @@ export function readSessionHeader(lines: readonly string[] | undefined): Session
   const [[value, bytes] = ['', 0]] = sent;
   if (bytes > MAX_SESSION_HEADER_BYTES) return ignored('too_long', `over ${MAX_SESSION_HEADER_BYTES} bytes`);
   return { kind: 'value', value };
+}
+
+/**
+ * The session ids clients send of their own, in the order they are tried when `X-Guardian-Session` is absent (issue
+ * 28 item 1): Claude Code's `x-claude-code-session-id` on every request of a session, then Codex's `session-id` and
+ * `thread-id`. Each is read like guardian's own header; one that would be ignored (empty, repeated, too long) is
+ * skipped for the next.
+ */
+export const CLIENT_SESSION_HEADERS = ['x-claude-code-session-id', 'session-id', 'thread-id'] as const;
+
+/** The first client session id sent, as a header value with its source; `absent` when none was usable. */
+export function readClientSession(
+  linesOf: (name: (typeof CLIENT_SESSION_HEADERS)[number]) => readonly string[] | undefined,
+): SessionHeader {
+  for (const name of CLIENT_SESSION_HEADERS) {
+    const read = readSessionHeader(linesOf(name));
+    if (read.kind === 'value') return { ...read, source: name };
+  }
+  return { kind: 'absent' };
 }
 
 function ignored(reason: IgnoredReason, detail: string): SessionHeader {
@@ -77,11 +96,14 @@ export function resolveSession(
     owner?.owner === undefined
       ? { key, hash: sessionHash(key) }
       : { key: `${owner.owner}/${key}`, hash: sessionHash(key, owner.owner), ownerHash: owner.ownerHash };
-  if (header.kind === 'value') return { ...scoped(header.value), fromHeader: true };
+  if (header.kind === 'value') {
+    const source: SessionSource = header.source ?? 'x-guardian-session';
+    return { ...scoped(header.value), fromHeader: true, source };
+  }
   const system = firstSystem || messages.find((m) => m.role === 'system')?.text || '';
   const user = messages.find((m) => m.role === 'user')?.text ?? '';
   const key = `derived:${hashTexts(model, '\n', system, '\n', user).slice(0, 16)}`;
-  const session: ResolvedSession = { ...scoped(key), fromHeader: false };
+  const session: ResolvedSession = { ...scoped(key), fromHeader: false, source: 'derived' };
   if (header.kind === 'ignored') session.ignored = { reason: header.reason, warning: header.warning };
   return session;
 }
