@@ -20,6 +20,7 @@ import { ownedRoute, type OwnedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
 import type { Exchange } from '../compaction/answer/exchange';
 import type { PrepareInput, PreparedRequest } from '../compaction/handoff';
+import { NativeCompaction } from '../compaction/native/native-compaction';
 import { readSessionHeader, sessionRequiredMessage } from '../compaction/request/session';
 import { withRequestTiming, type RequestTiming } from '../observability/request-timing';
 import { ClientGone } from './client-gone';
@@ -40,6 +41,8 @@ export class ProxyService implements ProxyHandler {
     private readonly compaction: CompactionService,
     private readonly access: AccessPolicy,
     private readonly reporter: ProxyReporter,
+    // A sixth dependency, kept apart from CompactionService: it answers some requests itself (issue 27).
+    private readonly native: NativeCompaction,
   ) {}
 
   /**
@@ -86,24 +89,31 @@ export class ProxyService implements ProxyHandler {
     }
     const path = target.value;
     const headers = requestHeadersForUpstream(req.headers);
+    const inputFor = (body: Buffer, as: OwnedRoute = route ?? 'responses'): EdgeInput =>
+      new EdgeInput(
+        { route: as, url, headers: req.headers, upstreamHeaders: headers, body, ...admitted, reqId: p.id },
+        gone,
+      );
+    // The providers' compaction protocols (docs/native-compaction.md): answered here, or rewritten before compaction.
+    const native = await this.native.intercept(req.method ?? 'GET', url, p.body, (b) =>
+      inputFor(b, 'responses'),
+    );
+    if (native?.kind === 'refuse') {
+      this.reporter.refused(route ?? 'other');
+      sendError(req, res, native.error);
+      return;
+    }
+    if (native?.kind === 'answer') {
+      res.writeHead(200, {
+        'content-type': native.contentType,
+        'content-length': Buffer.byteLength(native.body),
+      });
+      res.end(native.body);
+      return;
+    }
+    const clientBody = native?.kind === 'forward' ? native.body : p.body;
     const prepared =
-      route && p.body
-        ? await this.prepare(
-            new EdgeInput(
-              {
-                route,
-                url,
-                headers: req.headers,
-                upstreamHeaders: headers,
-                body: p.body,
-                ...admitted,
-                reqId: p.id,
-              },
-              gone,
-            ),
-            started,
-          )
-        : undefined;
+      route && clientBody ? await this.prepare(inputFor(clientBody, route), started) : undefined;
     const send = (body: Buffer | undefined): Promise<UpstreamResponse> =>
       this.upstream.request({ method: req.method ?? 'GET', path, headers, body, signal: gone });
 
@@ -111,7 +121,7 @@ export class ProxyService implements ProxyHandler {
     const timing = { sentAt: performance.now(), overheadMs: prepared?.overheadMs ?? 0 };
     let upstream: UpstreamResponse;
     try {
-      upstream = await send(request ? request.body : p.body);
+      upstream = await send(request ? request.body : clientBody);
       // An error answer may be an overflow: recovery decides once more and retries (ARCHITECTURE.md#fail-open rule 5).
       if (request && upstream.status >= 400)
         ({ request, res: upstream } = await this.compaction.recover(request, upstream, send));
