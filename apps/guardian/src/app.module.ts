@@ -24,7 +24,9 @@ import { RequestReporter } from './compaction/request/request-reporter';
 import { RequestStage } from './compaction/request/request-stage';
 import { HandleSealer } from './compaction/native/compaction-handle';
 import { loadHandleKey } from './compaction/native/handle-key';
+import { MessagesCompaction } from './compaction/native/messages-compaction';
 import { NativeCompaction } from './compaction/native/native-compaction';
+import { NativeStretch } from './compaction/native/native-stretch';
 import { CaptureService } from './compaction/answer/capture.service';
 import { CompactionEngine } from './compaction/decide/compaction-engine';
 import { CompactionService } from './compaction/compaction.service';
@@ -240,7 +242,9 @@ export class AppModule {
         FailOpen,
         FastPath,
         GuardianState,
+        MessagesCompaction,
         NativeCompaction,
+        NativeStretch,
         OverflowRecovery,
         PrecompactJobs,
         Precompactor,

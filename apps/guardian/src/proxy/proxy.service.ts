@@ -95,9 +95,7 @@ export class ProxyService implements ProxyHandler {
         gone,
       );
     // The providers' compaction protocols (docs/native-compaction.md): answered here, or rewritten before compaction.
-    const native = await this.native.intercept(req.method ?? 'GET', url, p.body, (b) =>
-      inputFor(b, 'responses'),
-    );
+    const native = await this.native.intercept(req.method ?? 'GET', url, p.body, inputFor);
     if (native?.kind === 'refuse') {
       this.reporter.refused(route ?? 'other');
       sendError(req, res, native.error);

@@ -1,17 +1,13 @@
 import { Injectable } from '@nestjs/common';
 
-import { carriedPins, pinsByMessage, renderSummaryBlock, tokensForChars } from '@guardian/compaction';
-import { MemoStore, type MemoEntry } from '@guardian/memo';
-
 import { GuardianConfig } from '../../config/guardian-config';
-import { pathOnly } from '../../formats/owned-route';
+import { pathOnly, type OwnedRoute } from '../../formats/owned-route';
 import { GuardianError } from '../../http/http-error';
 import type { PrepareInput } from '../handoff';
-import { pendingStart, StretchService } from '../decide/stretch-service';
-import { conversationPrefixHashes } from '../request/conversation-reader';
-import { RequestStage } from '../request/request-stage';
-import { HandleSealer, type HandleClaims } from './compaction-handle';
+import { MessagesCompaction } from './messages-compaction';
 import { nativeMode } from './native-mode';
+import { json_, type NativeOutcome } from './native-outcome';
+import { NativeStretch } from './native-stretch';
 import {
   COMPACTION_ITEM_TYPES,
   compactedResponse,
@@ -20,11 +16,7 @@ import {
   triggerResponse,
 } from './responses-shapes';
 
-/** What guardian does with a request that speaks a compaction protocol (docs/native-compaction.md). */
-export type NativeOutcome =
-  | { kind: 'refuse'; error: GuardianError }
-  | { kind: 'answer'; contentType: string; body: string }
-  | { kind: 'forward'; body: Buffer };
+export type { NativeOutcome } from './native-outcome';
 
 /** Codex keeps user messages up to this many tokens when it compacts locally; the compact endpoint retains as much. */
 const RETAINED_USER_TOKENS = 64_000;
@@ -38,20 +30,19 @@ const RETAINED_USER_TOKENS = 64_000;
 export class NativeCompaction {
   constructor(
     private readonly config: GuardianConfig,
-    private readonly requests: RequestStage,
-    private readonly stretches: StretchService,
-    private readonly memo: MemoStore,
-    private readonly sealer: HandleSealer,
+    private readonly stretch: NativeStretch,
+    private readonly messages: MessagesCompaction,
   ) {}
 
   async intercept(
     method: string,
     url: string,
     body: Buffer | undefined,
-    inputFor: (body: Buffer) => PrepareInput,
+    inputFor: (body: Buffer, route: OwnedRoute) => PrepareInput,
   ): Promise<NativeOutcome | undefined> {
     if (method !== 'POST' || !body || nativeMode(this.config) === 'passthrough') return undefined;
     const path = pathOnly(url).replace(/\/+$/, '');
+    if (path === '/v1/messages' || path === '/messages') return this.messages.intercept(body, inputFor);
     const compact = path === '/v1/responses/compact' || path === '/responses/compact';
     if (!compact && path !== '/v1/responses' && path !== '/responses') return undefined;
     // Every request that speaks the protocol names it; the rest are not parsed here (ADR 0013: the hot path).
@@ -81,58 +72,26 @@ export class NativeCompaction {
     }
   }
 
-  /** Summarise the whole conversation once (memo, archive, lock: the engine's stretch), and answer the handle. */
+  /** Summarise the whole conversation once and answer the handle, as the endpoint or as the trigger's response. */
   private async compact(
     json: Record<string, unknown>,
     given: unknown[],
-    inputFor: (body: Buffer) => PrepareInput,
+    inputFor: (body: Buffer, route: OwnedRoute) => PrepareInput,
     endpoint: boolean,
   ): Promise<NativeOutcome> {
     const model = typeof json.model === 'string' ? json.model : '';
     const request = { model, input: await this.expand(given, 'user'), instructions: json.instructions };
-    const read = await this.requests.read(inputFor(Buffer.from(JSON.stringify(request))));
-    if (read.kind === 'unchanged')
-      throw new GuardianError('GUARDIAN_BAD_REQUEST', 'nothing in this request to compact', 400);
-    // The trigger cannot go to the backend: as after an overflow, a checkpoint serves when no summary can be had
-    // (ADR 0007), so the client always gets its compaction item.
-    const ctx = { ...read.ctx, reason: 'overflow' as const };
-    const hashes = conversationPrefixHashes(ctx.conv);
-    const cut = ctx.conv.messages.length;
-    const { entry } = await this.stretches.summarise(ctx, hashes, undefined, 0, cut);
-    // Pins are derived from the messages a client resends; after a native compaction it resends none of them, so the
-    // memo entry carries them for the expansion.
-    const pins = carriedPins({
-      byMessage: pinsByMessage(ctx.conv.messages),
-      cut,
-      mustKeep: entry.mustKeep,
-      summary: entry.summary,
-      maxChars: this.config.compaction.pinMaxChars,
+    const done = await this.stretch.compact(inputFor(Buffer.from(JSON.stringify(request)), 'responses'), {
+      sealContent: false,
     });
-    const kept: MemoEntry = { ...entry, mustKeep: [...new Set([...pins, ...entry.mustKeep])] };
-    await this.memo.put(ctx.session.hash, kept);
-    const handle = this.sealer.seal({
-      session: ctx.session.hash,
-      from: 0,
-      cut,
-      memoKey: hashes[cut] ?? entry.prefixHash,
-      chainHead: entry.spans.at(-1) ?? null,
-    });
-    const usage = {
-      inputTokens: ctx.count.tokens,
-      outputTokens: tokensForChars(entry.summary.length, ctx.count.counter),
-    };
     if (endpoint) {
-      const retained = retainedUserItems(given, (chars) => tokensForChars(chars, ctx.count.counter));
-      return {
-        kind: 'answer',
-        contentType: 'application/json',
-        body: JSON.stringify(compactedResponse(retained, handle, usage)),
-      };
+      const retained = retainedUserItems(given, done.tokens);
+      return json_(compactedResponse(retained, done.handle, done.usage));
     }
-    const response = triggerResponse(model, handle, usage);
+    const response = triggerResponse(model, done.handle, done.usage);
     return json.stream === true
       ? { kind: 'answer', contentType: 'text/event-stream; charset=utf-8', body: triggerEvents(response) }
-      : { kind: 'answer', contentType: 'application/json', body: JSON.stringify(response) };
+      : json_(response);
   }
 
   /** Each compaction item of ours replaced by guardian's summary block; one that does not verify is refused. */
@@ -144,30 +103,10 @@ export class NativeCompaction {
         continue;
       }
       const handle = typeof item.encrypted_content === 'string' ? item.encrypted_content : '';
-      const claims = this.sealer.open(handle);
-      out.push({
-        type: 'message',
-        role,
-        content: [{ type: 'input_text', text: await this.blockOf(claims) }],
-      });
+      const text = await this.stretch.expand(handle);
+      out.push({ type: 'message', role, content: [{ type: 'input_text', text }] });
     }
     return out;
-  }
-
-  private async blockOf(claims: HandleClaims): Promise<string> {
-    const entry = await this.memo.get(claims.session, claims.memoKey);
-    return renderSummaryBlock({
-      // An entry evicted from the memo: the handle still names where the originals are sealed.
-      summary:
-        entry?.summary ??
-        'The summary of this stretch is no longer held in memory; the archived span named above holds the originals.',
-      evictedMessages: claims.cut - claims.from,
-      spans: entry?.spans ?? (claims.chainHead ? [claims.chainHead] : []),
-      spanTotal: entry?.spanTotal,
-      deferred: entry ? pendingStart(entry) !== undefined : false,
-      pins: entry?.mustKeep ?? [],
-      summaryMaxChars: undefined,
-    });
   }
 }
 
