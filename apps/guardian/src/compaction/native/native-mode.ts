@@ -4,8 +4,8 @@ import type { GuardianConfig } from '../../config/guardian-config';
 const NATIVE_HOSTS = [/^api\.openai\.com$/, /\.openai\.azure\.com$/, /^api\.anthropic\.com$/];
 
 /**
- * Whether guardian serves the compaction protocols or forwards them (ARCHITECTURE.md#compaction, "Native
- * compaction"): GUARDIAN_NATIVE_COMPACTION, and for `auto` the upstream's host.
+ * Whether guardian serves the compaction protocols or forwards them (ARCHITECTURE.md#native-compaction):
+ * GUARDIAN_NATIVE_COMPACTION, and for `auto` the upstream's host.
  */
 export function nativeMode(config: GuardianConfig): 'emulate' | 'passthrough' {
   const mode = config.native.mode;
