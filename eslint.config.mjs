@@ -77,7 +77,8 @@ const stageDeep = {
 /** The stages' lint zone: which of the others each may not import, and the one bottom it shares. */
 function compactionStages() {
   const dir = 'apps/guardian/src/compaction';
-  const stages = ['request', 'decide', 'answer'];
+  // native/ serves the providers' compaction protocols (issue 27) with the three stages below it; none imports it.
+  const stages = ['request', 'decide', 'answer', 'native'];
   const against = (later) => ({
     group: [...later.map((s) => `../${s}/*`), '../compaction.service'],
     message:

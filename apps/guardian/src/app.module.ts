@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 
@@ -20,6 +22,11 @@ import { DecideReporter } from './compaction/decide/decide-reporter';
 import { PrecompactJobs } from './compaction/decide/precompact-jobs';
 import { RequestReporter } from './compaction/request/request-reporter';
 import { RequestStage } from './compaction/request/request-stage';
+import { HandleSealer } from './compaction/native/compaction-handle';
+import { loadHandleKey } from './compaction/native/handle-key';
+import { MessagesCompaction } from './compaction/native/messages-compaction';
+import { NativeCompaction } from './compaction/native/native-compaction';
+import { NativeStretch } from './compaction/native/native-stretch';
 import { CaptureService } from './compaction/answer/capture.service';
 import { CompactionEngine } from './compaction/decide/compaction-engine';
 import { CompactionService } from './compaction/compaction.service';
@@ -50,6 +57,7 @@ import { recordUpstreamWait } from './observability/request-timing';
 import { ProxyFront } from './proxy/proxy-front';
 import { ProxyReporter } from './proxy/proxy-reporter';
 import { OpenStreams } from './proxy/stream-ending';
+import { ProxyDoor } from './proxy/proxy-door';
 import { ProxyService } from './proxy/proxy.service';
 import { GuardianState } from './state/guardian-state';
 
@@ -172,6 +180,16 @@ function constructed({ config, logger, runtime }: GuardianModuleOptions): Provid
     // DNS rebinding (ARCHITECTURE.md#access): one gate for the front and the Fastify hooks.
     { provide: HostGate, useValue: new HostGate(config) },
     {
+      // The key that seals compaction handles (docs/native-compaction.md): a mounted Secret, else made on the volume.
+      provide: HandleSealer,
+      useFactory: () =>
+        new HandleSealer(
+          config.native.keyFile
+            ? loadHandleKey(config.native.keyFile, { mustExist: true })
+            : loadHandleKey(join(config.paths.dataDir, 'native-compaction.key'), { mustExist: false }),
+        ),
+    },
+    {
       // Everything guardian does not own goes upstream: every method, every path, through the node:http front.
       provide: ProxyFront,
       inject: [ProxyService, HostGate, GuardianMetrics, ServingState, OpenStreams],
@@ -225,9 +243,13 @@ export class AppModule {
         FailOpen,
         FastPath,
         GuardianState,
+        MessagesCompaction,
+        NativeCompaction,
+        NativeStretch,
         OverflowRecovery,
         PrecompactJobs,
         Precompactor,
+        ProxyDoor,
         ProxyReporter,
         ProxyService,
         RequestCounter,

@@ -17,13 +17,13 @@ export { checkpointSummary } from './checkpoint';
 export { allowedCuts, evictedIndexes } from './cuts';
 export { Calibration, requestChars, tokensForChars } from './estimate';
 export { LEDGER_HEADING } from './ledger';
-export { extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
+export { carriedPins, extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
 export { chooseCut, chooseMemo, planCompaction, type PlanInput } from './planner';
 export { canonicalDigest, hashText, hashTexts, prefixHashes, sortedKeyJson } from './prefix-hash';
 export { chooseRebuild, planRebuild, rebuiltTokens, type RebuildInput, type RebuildPlan } from './rebuild';
 export { RECALL_TOOLS, RECALL_TOOL_NAMES } from './recall-tools';
 export { spillPointer, spillText } from './spill';
-export { ARCHIVE_FENCE, PINS_HEADING } from './summary-block';
+export { ARCHIVE_FENCE, PINS_HEADING, renderSummaryBlock } from './summary-block';
 export {
   SUMMARY_REQUEST_TAG,
   buildSummaryPrompt,

@@ -70,6 +70,9 @@ export const envSchema = z.object({
   GUARDIAN_SEAL_ANCHOR_DIR: optionalText,
   GUARDIAN_SEAL_ANCHOR_PATH: optionalText,
   GUARDIAN_SUMMARY_TIMEOUT_MS: int(60000, 1),
+  // Issue 27: serve the providers' compaction protocols (emulate) or forward them (passthrough); auto decides by upstream.
+  GUARDIAN_NATIVE_COMPACTION: z.enum(['auto', 'emulate', 'passthrough']).default('auto'),
+  GUARDIAN_NATIVE_KEY_FILE: optionalText,
   GUARDIAN_PRECOMPACT_THRESHOLD: z.coerce.number().min(0).lt(1).default(0.8),
   GUARDIAN_PRECOMPACT_CONCURRENCY: int(2, 1),
   GUARDIAN_MIN_SUMMARY_CHARS: int(40),

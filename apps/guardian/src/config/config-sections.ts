@@ -49,6 +49,13 @@ export interface ArchiveSection {
   capture: 'off' | 'journal';
 }
 
+/** The providers' compaction protocols (issue 27, docs/native-compaction.md). */
+export interface NativeSection {
+  mode: 'auto' | 'emulate' | 'passthrough';
+  /** A mounted key (a Kubernetes Secret); undefined: made on the data volume at first start. */
+  keyFile: string | undefined;
+}
+
 /** The listening edge and the upstream connection. */
 export interface ProxySection {
   host: string;
@@ -85,10 +92,12 @@ export interface ConfigSections {
   proxy: ProxySection;
   shutdown: ShutdownSection;
   access: AccessSection;
+  native: NativeSection;
 }
 
 export function sectionsOf(env: GuardianEnv): ConfigSections {
   return {
+    native: { mode: env.GUARDIAN_NATIVE_COMPACTION, keyFile: env.GUARDIAN_NATIVE_KEY_FILE },
     compaction: {
       window: env.GUARDIAN_NUM_CTX,
       threshold: env.GUARDIAN_COMPACT_THRESHOLD,

@@ -10,6 +10,7 @@ import {
   type ArchiveSection,
   type CompactionSection,
   type MemoSection,
+  type NativeSection,
   type ProxySection,
   type ShutdownSection,
   type SummariserSection,
@@ -68,6 +69,7 @@ export class GuardianConfig {
   readonly proxy: ProxySection;
   readonly shutdown: ShutdownSection;
   readonly access: AccessSection;
+  readonly native: NativeSection;
   readonly upstream: UpstreamTarget;
   readonly paths: ReturnType<typeof resolveGuardianPaths>;
   readonly allowedHosts: string[];
@@ -95,6 +97,7 @@ export class GuardianConfig {
       proxy: this.proxy,
       shutdown: this.shutdown,
       access: this.access,
+      native: this.native,
     } = sectionsOf(env));
     this.version = version;
     this.testCrashPoint = raw.GUARDIAN_TEST_CRASH_POINT || undefined;

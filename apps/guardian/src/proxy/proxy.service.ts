@@ -1,5 +1,3 @@
-import type { IncomingMessage } from 'node:http';
-
 import { Injectable } from '@nestjs/common';
 
 import { withOpenSpan } from '@guardian/telemetry';
@@ -12,18 +10,15 @@ import {
   type UpstreamResponse,
 } from '@guardian/upstream';
 
-import { AccessPolicy } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
-import { forwardedPath } from '../http/dot-segments';
-import { GuardianError } from '../http/http-error';
 import { ownedRoute, type OwnedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
 import type { Exchange } from '../compaction/answer/exchange';
 import type { PrepareInput, PreparedRequest } from '../compaction/handoff';
-import { readClientSession, readSessionHeader, sessionRequiredMessage } from '../compaction/request/session';
 import { withRequestTiming, type RequestTiming } from '../observability/request-timing';
 import { ClientGone } from './client-gone';
 import { KeepAlive } from './keep-alive';
+import { ProxyDoor } from './proxy-door';
 import { sendError, type ProxiedRequest, type ProxyHandler } from './proxy-front';
 import { ProxyReporter } from './proxy-reporter';
 
@@ -39,7 +34,7 @@ export class ProxyService implements ProxyHandler {
     private readonly config: GuardianConfig,
     private readonly upstream: UpstreamClient,
     private readonly compaction: CompactionService,
-    private readonly access: AccessPolicy,
+    private readonly door: ProxyDoor,
     private readonly reporter: ProxyReporter,
   ) {}
 
@@ -75,43 +70,35 @@ export class ProxyService implements ProxyHandler {
       if (!res.writableFinished) gone.abort();
       onClose();
     });
-    const admitted = this.admit(p, route);
+    const admitted = this.door.admit(p, route);
     if (!admitted) return;
-
-    // Nothing reaches the upstream outside its root (ADR 0019): a path that would climb out is refused here.
-    const target = forwardedPath(url, this.config.upstream.basePath);
-    if (!target.ok) {
-      this.reporter.refused(route ?? 'other');
-      sendError(req, res, target.refusal);
-      return;
-    }
-    const path = target.value;
+    const { path, sessionHeader, owner } = admitted;
     const headers = requestHeadersForUpstream(req.headers);
+    const inputFor = (body: Buffer, as: OwnedRoute): EdgeInput =>
+      new EdgeInput(
+        {
+          route: as,
+          url,
+          headers: req.headers,
+          upstreamHeaders: headers,
+          body,
+          sessionHeader,
+          owner,
+          reqId: p.id,
+        },
+        gone,
+      );
+    const passed = await this.door.protocols(p, route, inputFor);
+    if (!passed) return;
+    const clientBody = passed.body;
     // Guardian's own waits send a streamed client keep-alive frames (issue 28 item 2); what goes upstream is the same.
-    const { sessionHeader } = admitted;
     const warning: Record<string, string> =
       sessionHeader.kind === 'ignored' ? { 'x-guardian-warning': sessionHeader.warning } : {};
     const alive =
-      route && p.body ? new KeepAlive(p, route, this.config.proxy.keepAliveMs, warning) : undefined;
+      route && clientBody ? new KeepAlive(p, route, this.config.proxy.keepAliveMs, warning) : undefined;
     alive?.start();
     const prepared =
-      route && p.body
-        ? await this.prepare(
-            new EdgeInput(
-              {
-                route,
-                url,
-                headers: req.headers,
-                upstreamHeaders: headers,
-                body: p.body,
-                ...admitted,
-                reqId: p.id,
-              },
-              gone,
-            ),
-            started,
-          )
-        : undefined;
+      route && clientBody ? await this.prepare(inputFor(clientBody, route), started) : undefined;
     const send = (body: Buffer | undefined): Promise<UpstreamResponse> => {
       alive?.handOver();
       return this.upstream.request({ method: req.method ?? 'GET', path, headers, body, signal: gone });
@@ -121,59 +108,18 @@ export class ProxyService implements ProxyHandler {
     const timing = { sentAt: performance.now(), overheadMs: prepared?.overheadMs ?? 0 };
     let upstream: UpstreamResponse;
     try {
-      upstream = await send(request ? request.body : p.body);
+      upstream = await send(request ? request.body : clientBody);
       // An error answer may be an overflow: recovery decides once more and retries (ARCHITECTURE.md#fail-open rule 5).
       if (request && upstream.status >= 400) {
         alive?.start();
         ({ request, res: upstream } = await this.compaction.recover(request, upstream, send));
       }
     } catch (err) {
-      this.upstreamFailed(
-        p,
-        err,
-        request && this.compaction.follow(request, timing),
-        gone.aborted,
-        path,
-        alive,
-      );
+      const exchange = request && this.compaction.follow(request, timing);
+      this.upstreamFailed(p, err, exchange, gone.aborted, path, alive);
       return;
     }
     this.relay(p, upstream, request && this.compaction.follow(request, timing), alive);
-  }
-
-  /**
-   * The door: team mode's token names the owner of the request's session, or refuses it (ARCHITECTURE.md#access);
-   * a required session header must be usable. Both are read from the separate header lines: two different values
-   * name no one. Undefined when the request was refused (the refusal is sent).
-   */
-  private admit(
-    p: ProxiedRequest,
-    route: OwnedRoute | undefined,
-  ): Pick<PrepareInput, 'sessionHeader' | 'owner'> | undefined {
-    const { req, res } = p;
-    const verdict = this.access.proxy(
-      this.access.identify(headerLines(req, 'x-guardian-token')),
-      req.method ?? 'GET',
-    );
-    if (!verdict.ok) {
-      this.reporter.refused(route ?? 'other');
-      sendError(req, res, verdict.refusal);
-      return undefined;
-    }
-    const sessionHeader = readSessionHeader(headerLines(req, 'x-guardian-session'));
-    if (route && this.config.proxy.sessionHeaderRequired && sessionHeader.kind !== 'value') {
-      this.reporter.refused(route);
-      sendError(
-        req,
-        res,
-        new GuardianError('GUARDIAN_SESSION_REQUIRED', sessionRequiredMessage(sessionHeader), 400),
-      );
-      return undefined;
-    }
-    // No header of guardian's: the client's own session id names the session (issue 28 item 1, docs/sessions.md).
-    const named =
-      sessionHeader.kind === 'absent' ? readClientSession((name) => headerLines(req, name)) : sessionHeader;
-    return { sessionHeader: named, owner: verdict.value };
   }
 
   /**
@@ -299,9 +245,4 @@ class EdgeInput implements PrepareInput {
   get signal(): AbortSignal {
     return this.gone.signal;
   }
-}
-
-/** A request header's separate lines (RFC 9110 §5.3), or undefined when it was not sent. */
-function headerLines(req: IncomingMessage, name: string): string[] | undefined {
-  return req.headers[name] === undefined ? undefined : req.headersDistinct[name];
 }

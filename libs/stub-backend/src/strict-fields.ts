@@ -1,0 +1,32 @@
+import type { GenerationRoute } from './types';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Fields and item types the providers' compaction protocols add, which a self-hosted backend does not know and
+ * refuses with a 400 (vLLM's request models forbid extra fields and unknown input item types; issue 27). The stub
+ * refuses them the same way, so a test proves guardian never forwards one.
+ */
+const UNKNOWN_FIELDS = ['context_management', 'compaction'] as const;
+const UNKNOWN_ITEMS = new Set([
+  'compaction',
+  'compaction_trigger',
+  'compaction_summary',
+  'context_compaction',
+]);
+
+/** Why the backend would refuse this body, or undefined when it reads it. */
+export function strictRefusal(body: Obj, route: GenerationRoute): string | undefined {
+  for (const field of UNKNOWN_FIELDS) if (field in body) return `${field}: Extra inputs are not permitted`;
+  const items: unknown[] =
+    route === 'responses' && Array.isArray(body.input)
+      ? body.input
+      : route === 'messages' && Array.isArray(body.messages)
+        ? body.messages.flatMap((m) => (isObj(m) && Array.isArray(m.content) ? (m.content as unknown[]) : []))
+        : [];
+  for (const item of items)
+    if (isObj(item) && typeof item.type === 'string' && UNKNOWN_ITEMS.has(item.type))
+      return `unknown input item type: ${item.type}`;
+  return undefined;
+}
