@@ -66,3 +66,47 @@ export {
   type SavingsSummary,
   type SealKnowledge,
 } from './savings';
+
+// The archive as a transparency log (issue 29, docs/ARCHIVE_FORMAT.md#the-log).
+export { loadLogKey } from './log-key';
+export {
+  noteKeyId,
+  noteSigner,
+  openNote,
+  parseSignerKey,
+  parseVerifierKey,
+  signNote,
+  signerKeyText,
+  verifierKey,
+  type NoteSigner,
+  type NoteVerifier,
+} from './signed-note';
+export { CHECKPOINT_FILE, SpanLog, VKEY_FILE, type SpanLogOptions } from './span-log';
+export {
+  LogCheckFailed,
+  listLogs,
+  logFolder,
+  logsRoot,
+  parseSpanEntry,
+  peekCheckpoint,
+  proveConsistency,
+  proveInclusion,
+  readEntries,
+  readLogFile,
+  readLogState,
+  readTile,
+  tlogProofFor,
+  type LogState,
+} from './span-log-read';
+export {
+  checkpointBody,
+  formatTlogProof,
+  openCheckpoint,
+  parseCheckpoint,
+  parseTlogProof,
+  spanEntry,
+  verifyTlogProof,
+  type Checkpoint,
+} from './tlog-checkpoint';
+export { leafHash, nodeHash, verifyConsistency, verifyInclusion, type Hash } from './tlog-merkle';
+export { parseTilePath, tilePath } from './tlog-tiles';
