@@ -1,7 +1,7 @@
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 
-import { ArchiveWriter, CompactionLog, Receipts, SealedArchive } from '@guardian/archive';
+import { ArchiveWriter, CompactionLog, Receipts, SealedArchive, writerLog } from '@guardian/archive';
 import { InMemoryMemoStore, MemoStore, RedisMemoStore } from '@guardian/memo';
 import { GuardianMetrics, MEMO_OPS } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
@@ -118,6 +118,7 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
           // One open run per session in memory, bounded like the sessions themselves.
           maxOpenRuns: compaction.maxSessions,
           crashPoint: config.testCrashPoint,
+          log: writerLog({ ...archive.log, name: runtime.replica }),
           onWarning: (w) =>
             logger.warn({ warning: w }, 'archive side write failed; the span itself is sealed'),
         }),

@@ -110,3 +110,4 @@ export {
 } from './tlog-checkpoint';
 export { leafHash, nodeHash, verifyConsistency, verifyInclusion, type Hash } from './tlog-merkle';
 export { parseTilePath, tilePath } from './tlog-tiles';
+export { WriterLog, defaultLogKeyFile, writerLog, type WriterLogOptions } from './writer-log';
