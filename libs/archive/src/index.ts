@@ -111,3 +111,4 @@ export {
 export { leafHash, nodeHash, verifyConsistency, verifyInclusion, type Hash } from './tlog-merkle';
 export { parseTilePath, tilePath } from './tlog-tiles';
 export { WriterLog, defaultLogKeyFile, writerLog, type WriterLogOptions } from './writer-log';
+export { LogProofs, type LogFields } from './log-proofs';
