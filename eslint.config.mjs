@@ -31,6 +31,13 @@ const noCodeDuckTyping = {
     "Read a code with codeOf(err) or test it with Class.is(err, code) (@guardian/errors), not 'code' in err.",
 };
 
+// A module names what it exports (ARCHITECTURE.md#layers): `export *` hides a lib's contract from its index
+// and from the unused-export check.
+const namedExports = {
+  selector: 'ExportAllDeclaration',
+  message: "Name the exports: export { a, type B } from ... (the index is the lib's contract).",
+};
+
 const noClockOrEnv = {
   'no-restricted-properties': [
     'error',
@@ -57,8 +64,55 @@ const noClockOrEnv = {
     },
     // Repeated here: a file's no-restricted-syntax replaces the general one.
     noCodeDuckTyping,
+    namedExports,
   ],
 };
+
+const stageDeep = {
+  regex: '^\\.\\./\\.\\./(?!(\\.\\./)*test/support/)(\\.\\./|[^/]+/[^/]+/)',
+  message:
+    'No deep relative imports: a stage file reaches an app folder by one ../../<folder>/<file> at most.',
+};
+
+/** The stages' lint zone: which of the others each may not import, and the one bottom it shares. */
+function compactionStages() {
+  const dir = 'apps/guardian/src/compaction';
+  const stages = ['request', 'decide', 'answer'];
+  const against = (later) => ({
+    group: [...later.map((s) => `../${s}/*`), '../compaction.service'],
+    message:
+      'Against the flow: request -> decide -> answer; a stage imports only the stages before it and the bottom files.',
+  });
+  const sameShallow = crossProject.patterns.slice(0, 2);
+  const zones = stages.map((stage, i) => ({
+    files: [`${dir}/${stage}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [...sameShallow, stageDeep, against(stages.slice(i + 1))] },
+      ],
+    },
+  }));
+  // The bottom: the typed values the stages hand each other, and the fail-open error; they import no stage.
+  zones.push({
+    files: [`${dir}/handoff.ts`, `${dir}/compaction-errors.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...crossProject.patterns,
+            {
+              group: stages.map((s) => `./${s}/*`).concat('./compaction.service'),
+              message: 'The bottom file imports no stage.',
+            },
+          ],
+        },
+      ],
+    },
+  });
+  return zones;
+}
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'helm/**', 'bin/**', '**/*.js', '**/*.mjs'] },
@@ -78,7 +132,7 @@ export default tseslint.config(
       '@typescript-eslint/no-extraneous-class': 'off',
       'no-empty': ['error', { allowEmptyCatch: false }],
       'no-restricted-imports': ['error', crossProject],
-      'no-restricted-syntax': ['error', noCodeDuckTyping],
+      'no-restricted-syntax': ['error', noCodeDuckTyping, namedExports],
     },
   },
   {
@@ -151,6 +205,12 @@ export default tseslint.config(
       ],
     },
   },
+  // The compaction core in three stages (docs/ARCHITECTURE.md#request-path): request/ reads and measures, decide/
+  // decides what is forwarded, answer/ follows the answer. A stage imports the bottom files (handoff.ts,
+  // compaction-errors.ts) and the stages before it, never one after it nor compaction.service.ts, which runs them in
+  // order. A stage file reaches another app folder by one ../../<folder>/<file>, never deeper (their specs
+  // may reach test/support as well). After the tests' block, so that it holds for the specs beside the code too.
+  ...compactionStages(),
   {
     // Black-box tests, benchmarks and the demo start the sidecar in-process through its bootstrap.
     files: ['test/**/*.ts', 'bench/**/*.ts', 'apps/demo/**/*.ts'],

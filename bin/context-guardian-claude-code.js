@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // Runs the compiled Claude Code adapter (hooks: capture, resume; install, uninstall, status); see the README.
-const { main } = require('../dist/apps/cli/src/claude-code/main.js');
+const { main } = require('./built.cjs')('context-guardian-claude-code', 'apps/cli/src/claude-code/main.js');
 
 main(process.argv.slice(2)).then((code) => {
   process.exitCode = code;

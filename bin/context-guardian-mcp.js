@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // The stdio MCP server (README, "MCP server"): stdout is the protocol, logs go to stderr.
-const { main } = require('../dist/apps/mcp/src/main.js');
+const { main } = require('./built.cjs')('context-guardian-mcp', 'apps/mcp/src/main.js');
 
 main().catch((err) => {
   const code = err && typeof err.code === 'string' ? err.code : 'MCP_START_FAILED';

@@ -1,3 +1,3 @@
 #!/usr/bin/env node
 // The sidecar. Configuration comes from GUARDIAN_* environment variables (README, "Configuration").
-require('../dist/apps/guardian/src/main.js');
+require('./built.cjs')('context-guardian', 'apps/guardian/src/main.js');

@@ -65,7 +65,7 @@ describe('a writer killed mid-write', () => {
       .trim()
       .split('\n');
     expect(anchor).toHaveLength(2);
-  }, 60_000);
+  });
 
   it('two writer processes on one span folder: no forks, no lost spans', async () => {
     const spanDir = join(root, 'two-writers');
@@ -78,5 +78,5 @@ describe('a writer killed mid-write', () => {
     expect(ok).toBe(true);
     expect(runs).toHaveLength(4);
     expect(runs.reduce((sum, r) => sum + r.lines, 0)).toBe(60);
-  }, 60_000);
+  });
 });

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 
-import { BREAKER_FAILURES } from '../../apps/guardian/src/compaction/summary-breaker';
+import { BREAKER_FAILURES } from '../../apps/guardian/src/compaction/decide/summary-breaker';
 import { startStack, type Stack } from '../support/stack';
 import { filler, forwarded, getJson, summaryBlock, summaryCalls, type Json } from './support';
 
@@ -34,7 +34,7 @@ describe(`a ${TURNS}-turn session against a backend whose summaries are always t
       statuses.push(res.response.status);
       history.push({ role: 'assistant', content: res.data.choices[0]?.message.content ?? '' });
     }
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await stack.close();

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { searchArchive, verifyArchive } from '@guardian/archive';
 
 import { startStack } from '../support/stack';
+import { until } from '../support/wait';
 
 /** GUARDIAN_CAPTURE=journal records every message, not only evicted ones, and the archive still verifies. */
 describe('capture journal', () => {
@@ -15,15 +16,15 @@ describe('capture journal', () => {
     });
 
   async function eventually<T>(probe: () => Promise<T | undefined>): Promise<T> {
-    for (let i = 0; i < 100; i++) {
-      const v = await probe().catch((err: { code?: string }) => {
+    let value: T | undefined;
+    await until('the journal to be written', async () => {
+      value = await probe().catch((err: { code?: string }) => {
         if (err.code === 'ARCHIVE_NOT_FOUND') return undefined; // nothing written yet
         throw err;
       });
-      if (v !== undefined) return v;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    throw new Error('condition not met in 2 s');
+      return value !== undefined;
+    });
+    return value as T;
   }
 
   it('makes messages that were never compacted searchable, once each, in a sealed journal', async () => {

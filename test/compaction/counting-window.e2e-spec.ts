@@ -30,7 +30,7 @@ async function usage(stack: Stack): Promise<Json> {
 
 describe('counting near the budget with the upstream /tokenize', () => {
   // Budget = min(floor(8192 x 0.85), 8192 - 1024) = 6963; this request's estimate lands within 15% below it.
-  const env = { GUARDIAN_RESERVE_OUTPUT: '1024', GUARDIAN_TOKENIZE_TIMEOUT_MS: '2000' };
+  const env = { GUARDIAN_RESERVE_OUTPUT: '1024', GUARDIAN_TOKENIZE_TIMEOUT_MS: '60000' };
   const nearBudget = (seed: number): string => filler(seed, 3000);
 
   it('counts a near-budget request exactly with vLLM /tokenize (count_source tokenize)', async () => {

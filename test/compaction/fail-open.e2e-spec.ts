@@ -14,6 +14,7 @@ import {
   summaryCalls,
   type Json,
 } from './support';
+import { until } from '../support/wait';
 
 /** Over the 6,963-token budget (8192 window, reserve 1024) but under the stub's 8,192 window. */
 function overBudget(seed: number): Json[] {
@@ -73,7 +74,9 @@ describe('fail open', () => {
   });
 
   it('hangs up on the summariser when the client goes away while guardian waits for its summary', async () => {
-    stack = await startStack({ stub: { flavor: 'vllm', window: 8192, summaryDelayMs: 5_000 }, env: ENV });
+    // The summariser takes ten minutes, so its call can only end early by guardian hanging up (a 5 s delay made the
+    // verdict a race with the machine's speed: a busy machine could see the delay run out first).
+    stack = await startStack({ stub: { flavor: 'vllm', window: 8192, summaryDelayMs: 600_000 }, env: ENV });
     const client = new AbortController();
     const pending = fetch(`${stack.baseURL}/chat/completions`, {
       method: 'POST',
@@ -81,15 +84,14 @@ describe('fail open', () => {
       body: JSON.stringify({ model: 'stub-model', messages: overBudget(8) }),
       signal: client.signal,
     }).catch((err: unknown) => err);
-    const until = async (done: () => boolean): Promise<void> => {
-      for (const deadline = Date.now() + 4_000; !done() && Date.now() < deadline;)
-        await new Promise((r) => setTimeout(r, 20));
-    };
-    await until(() => summaryCalls(stack!.stub).length === 1);
+    await until('the summary call', () => summaryCalls(stack!.stub).length === 1);
     client.abort();
     expect(await pending).toMatchObject({ name: 'AbortError' });
-    await until(() => summaryCalls(stack!.stub)[0]?.aborted === true);
-    // Well before the summariser's 5 s: guardian hung up on it, and nothing was forwarded for a client that left.
+    await until(
+      'guardian to hang up on the summariser',
+      () => summaryCalls(stack!.stub)[0]?.aborted === true,
+    );
+    // Guardian hung up on it, and nothing was forwarded for a client that left.
     expect(summaryCalls(stack.stub)).toMatchObject([{ aborted: true }]);
     expect(forwarded(stack.stub)).toEqual([]);
   });

@@ -48,7 +48,7 @@ describe('the first compactions, before calibration has its samples, against a b
       const res = await client.chat.completions.create({ model: 'stub-model', messages: history });
       history.push({ role: 'assistant', content: res.choices[0]?.message.content ?? '' });
     }
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await stack.close();

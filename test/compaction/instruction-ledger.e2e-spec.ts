@@ -87,7 +87,7 @@ describe.each(loadRecordings().map((r) => [`${r.client} ${r.version}`, r] as con
       on = await startStack({ stub: { window } });
       off = await startStack({ stub: { window }, env: { GUARDIAN_LEDGER_MAX_CHARS: '0' } });
       statuses.push(await send(on, s.path, s.bodies), await send(off, s.path, s.bodies));
-    }, 120_000);
+    });
 
     afterAll(async () => {
       await on.close();
@@ -140,7 +140,7 @@ describe('a 240-turn chat session whose rules keep changing, against a hard 8k w
       statuses.push(res.status);
       history.push({ role: 'assistant', content: `Step ${turn} done.` });
     }
-  }, 180_000);
+  });
 
   afterAll(async () => {
     await stack.close();

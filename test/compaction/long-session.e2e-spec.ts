@@ -105,7 +105,7 @@ describe('a 30-turn session with tool calls through the OpenAI SDK against a har
           : { role: 'assistant', content: msg.content ?? '' },
       );
     }
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await stack.close();

@@ -121,6 +121,35 @@ describe('overflow recovery: the upstream rejects what guardian thought fits', (
   });
 });
 
+describe('a retry that could not shorten the request', () => {
+  it('is not sent: the client hears the first refusal, and the failed recovery is counted', async () => {
+    // Guardian believes 8,192; the stub's real window is 4,096. The house rules alone fill the budget the refusal
+    // teaches (3,072), so the retry rebuilds the same request the first compaction made (issue 30 item 11: it was
+    // sent again, byte for byte, and refused again).
+    const stack = await startStack({
+      stub: { flavor: 'vllm', window: REAL_WINDOW },
+      env: { GUARDIAN_NUM_CTX: '6144', GUARDIAN_RESERVE_OUTPUT: '1024' },
+    });
+    try {
+      const [, ...turns] = chatHistory();
+      const messages: ChatCompletionMessageParam[] = [
+        { role: 'system', content: `House rules:\n${filler(500, 2200)}` },
+        ...turns.slice(0, 6),
+        turns.at(-1)!,
+      ];
+      const res = await postChat(stack.baseURL, { model: 'stub-model', messages });
+      const sent = forwarded(stack.stub);
+      expect(res.status).toBe(400);
+      expect(sent.map((r) => r.status)).toEqual([400]);
+      const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
+      expect(metrics).toMatch(/guardian_overflow_recoveries_total\{route="chat",outcome="failed"\} 1\b/);
+      expect(metrics).toMatch(/guardian_fail_open_total\{stage="recovery"\} 1\b/);
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
 /** Text the stub counts at one token per two characters, where guardian's estimate assumes 3.5: a dense paste. */
 function densePaste(tokens: number): string {
   return Array.from({ length: tokens }, (_, i) => 'abcdefghij'[i % 10]).join(' ');

@@ -14,6 +14,7 @@ import {
   messagesOf,
   type Json,
 } from './support';
+import { until } from '../support/wait';
 
 const ENV = { GUARDIAN_RESERVE_OUTPUT: '1024' };
 
@@ -100,10 +101,7 @@ describe('dry run', () => {
       expect(await readSpans(join(stack.dataDir, 'spans'))).toEqual([]);
       // The log line is written behind the request: wait for it.
       let log = await readLog(stack.dataDir);
-      for (let i = 0; i < 100 && log.length === 0; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        log = await readLog(stack.dataDir);
-      }
+      await until('the log line', async () => (log = await readLog(stack.dataDir)).length > 0);
       expect(log).toHaveLength(1);
       expect(log[0]).toMatchObject({ dry_run: true, run: null, span: null });
       expect(log[0]!.tokens_before as number).toBeGreaterThan(0);

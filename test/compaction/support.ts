@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import type { RecordedRequest, StubBackend } from '@guardian/stub-backend';
+import { until } from '../support/wait';
 
 /** The heading guardian puts over the pinned facts inside its summary block (ARCHITECTURE.md#compaction). */
 export const PINS_HEADING = "Pinned facts (kept verbatim at the user's request):";
@@ -201,10 +202,11 @@ export async function postChat(
 
 /** Waits until `check` holds (usage records are written after the answer ends), or throws after ~2 s. */
 export async function eventually<T>(check: () => Promise<T | undefined>): Promise<T> {
-  for (let i = 0; i < 100; i++) {
-    const v = await check();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('condition not met within 2 s');
+  let value: T | undefined;
+  await until(
+    'a state that settles behind the answer',
+    async () => (value = await check()) !== undefined,
+    20,
+  );
+  return value as T;
 }

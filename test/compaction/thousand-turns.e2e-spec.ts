@@ -47,7 +47,7 @@ describe(`a ${TURNS}-turn session through the OpenAI SDK at an ${WINDOW}-token w
       statuses.push(res.response.status);
       history.push({ role: 'assistant', content: res.data.choices[0]?.message.content ?? '' });
     }
-  }, 300_000);
+  });
 
   afterAll(async () => {
     await stack.close();

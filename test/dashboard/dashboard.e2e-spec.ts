@@ -6,6 +6,7 @@ import type { Page } from 'playwright-core';
 
 import { startStack, type Stack } from '../support/stack';
 import { compactOnce, isLoopback, openChromium, startWindowStack } from './support';
+import { until } from '../support/wait';
 
 // issue 6 item 2: the page is opened first, then a compaction happens, and the page shows it without a reload.
 const ARTIFACTS = join(__dirname, '..', 'artifacts');
@@ -157,8 +158,7 @@ describe('/guardian/health shows summaries written ahead of need (issue 14 item 
       const res = await client.chat.completions.create({ model: 'stub-model', messages: history });
       history.push({ role: 'assistant', content: res.choices[0]?.message.content ?? '' });
       // A person reads the answer; the background summary, if one started, finishes meanwhile.
-      for (let i = 0; i < 400 && (await stats()).precompact.running > 0; i++)
-        await new Promise((r) => setTimeout(r, 25));
+      await until('the background summary to finish', async () => (await stats()).precompact.running === 0);
     }
 
     const { precompact } = await stats();
@@ -168,5 +168,5 @@ describe('/guardian/health shows summaries written ahead of need (issue 14 item 
     expect(await page.locator('#precompact-done').textContent()).toBe(String(precompact.done));
     expect(await page.locator('#summary-waits').textContent()).toBe('0');
     await page.close();
-  }, 60_000);
+  });
 });

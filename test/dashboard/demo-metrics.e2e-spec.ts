@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 
 import { runDemo } from '../../apps/demo/src/demo';
 import { samples, sumOf, type Sample } from '../support/prom-text';
+import { findTool, howToObtain } from '../support/tools';
 
 // issue 6 item 3: after the demo session every metric it names is present, the compactions counter equals the
 // demo's count, and `promtool check metrics` (Debian's prometheus package) has nothing to say about the text.
@@ -26,13 +27,11 @@ const NAMED_IN_ISSUE_6 = [
 
 function promtool(stdin: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('promtool', ['check', 'metrics']);
+    const child = spawn(findTool('promtool') ?? 'promtool', ['check', 'metrics']);
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
     child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
-    child.on('error', (err) =>
-      reject(new Error('promtool not found: apt-get install -y prometheus', { cause: err })),
-    );
+    child.on('error', (err) => reject(new Error(howToObtain('promtool'), { cause: err })));
     child.on('close', (code) => resolve({ code, output }));
     child.stdin.end(stdin);
   });

@@ -7,6 +7,7 @@ import { startStub, type StubBackend } from '@guardian/stub-backend';
 
 import { startSidecarProcess, type SidecarProcess } from '../faults/support/sidecar-process';
 import { overBudgetChat, WINDOW_ENV } from './support';
+import { until } from '../support/wait';
 
 // Many dashboards open at once (a team's screens, a status wall) each hold one live stream. Guardian fans events
 // out to all of them, and Node's listener-leak warning, which the operator's log used to show past 100 clients
@@ -60,7 +61,7 @@ describe(`${CLIENTS} live event streams at once`, () => {
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     const got = () => streams.filter((s) => s.text().includes('event: compaction')).length;
-    for (let i = 0; i < 200 && got() < CLIENTS; i++) await new Promise((r) => setTimeout(r, 20));
+    await until(`the compaction event on all ${CLIENTS} streams`, () => got() >= CLIENTS);
     expect(got()).toBe(CLIENTS);
     for (const s of streams) s.req.destroy();
     expect(sidecar.stderr()).not.toContain('MaxListenersExceededWarning');

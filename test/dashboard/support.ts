@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 
 import { startStack, type Stack } from '../support/stack';
+import { MUST_COME_MS } from '../support/wait';
 
 /** A fixed 8,192-token window (the stub's) so any model name compacts, detected or not. */
 export const WINDOW_ENV = { GUARDIAN_NUM_CTX: '8192', GUARDIAN_RESERVE_OUTPUT: '1024' };
@@ -95,7 +96,11 @@ export async function openChromium(): Promise<{ context: BrowserContext; close()
       '--disable-quic',
     ],
     viewport: { width: 1280, height: 900 },
+    timeout: MUST_COME_MS,
   });
+  // Playwright gives up on a wait after 30 s by default: on a busy machine that limit, not the page, decided the
+  // verdict. Every wait in these tests is for something the page must show; the limit only ends a hang.
+  context.setDefaultTimeout(MUST_COME_MS);
   return {
     context,
     async close() {

@@ -11,6 +11,7 @@ import {
 
 import type { Stack } from '../support/stack';
 import { compactOnce, startWindowStack } from './support';
+import { until } from '../support/wait';
 
 // issue 6 item 4: spans for the request, the compaction decision, the summariser call and the archive write, with
 // gen_ai.* attributes (OTel GenAI semantic conventions) and no message text. An in-memory exporter stands in for
@@ -31,8 +32,9 @@ describe('OpenTelemetry spans of one compacted request', () => {
     stack = await startWindowStack();
     expect(await compactOnce(stack, { tag: 'traced', marker })).toBe(200);
     // The request span ends when the answer has gone out; wait for it rather than for a fixed time.
-    for (let i = 0; i < 100 && !exporter.getFinishedSpans().some((s) => s.name === 'guardian.request'); i++)
-      await new Promise((r) => setTimeout(r, 20));
+    await until('the request span to end', () =>
+      exporter.getFinishedSpans().some((s) => s.name === 'guardian.request'),
+    );
     spans = exporter.getFinishedSpans();
   });
   afterAll(async () => {

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { CHART_DIR, find, only, render, type K8sObject } from './helm';
+import { CHART_DIR, find, only, render, renderError, type K8sObject } from './helm';
 
 const podSpec = (objects: K8sObject[]): any => (only(objects, 'Deployment') as any).spec.template.spec;
 const container = (objects: K8sObject[], name: string): any => {
@@ -57,6 +57,30 @@ describe('standalone mode (defaults)', () => {
   it('probes /healthz for liveness and /readyz for readiness', () => {
     expect(guardian.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(guardian.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
+  });
+
+  // Issue 30 item 1: the listener closed before the Service dropped the pod, and the 25 s grace was not the pod's.
+  it('waits in preStop, then gives guardian the pod grace less the wait and a margin, and stops sooner than SIGKILL', () => {
+    expect(guardian.lifecycle.preStop.exec.command).toEqual(['sleep', '5']);
+    expect(podSpec(objects).terminationGracePeriodSeconds).toBe(60);
+    expect(envOf(guardian).GUARDIAN_SHUTDOWN_GRACE_SECONDS).toBe('50');
+  });
+
+  it('follows terminationGracePeriodSeconds and the shutdown values into the grace, and refuses a grace of nothing', () => {
+    const base = { files: ['test/deploy/values/standalone-minimal.yaml'] };
+    const longer = render({
+      ...base,
+      values: { terminationGracePeriodSeconds: 120, shutdown: { preStopSeconds: 0, marginSeconds: 10 } },
+    });
+    const c = container(longer, 'guardian');
+    expect(c.lifecycle).toBeUndefined();
+    expect(envOf(c).GUARDIAN_SHUTDOWN_GRACE_SECONDS).toBe('110');
+    expect(
+      renderError({
+        ...base,
+        values: { terminationGracePeriodSeconds: 10, shutdown: { preStopSeconds: 5 } },
+      }),
+    ).toContain('must exceed shutdown.preStopSeconds + shutdown.marginSeconds (10)');
   });
 
   it('runs non-root on a read-only root filesystem with every capability dropped', () => {

@@ -136,6 +136,14 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(compose.volumes)).toContain(volume);
   });
 
+  // Issue 30 item 1: docker stop's 10 s default killed guardian (exit 137) with a stream still open.
+  it("stops guardian with a grace longer than guardian's own, so a stream in flight ends before SIGKILL", () => {
+    const seconds = (d: string): number => Number(/^(\d+)s$/.exec(d)?.[1]);
+    const grace = Number(guardianEnv.GUARDIAN_SHUTDOWN_GRACE_SECONDS);
+    expect(grace).toBeGreaterThan(0);
+    expect(seconds(guardian.stop_grace_period)).toBeGreaterThan(grace);
+  });
+
   it('hands each service only its own variables from .env, never the whole file (defect 6)', () => {
     for (const file of COMPOSE_FILES) expect(read(file)).not.toMatch(/env_file/);
     // Every guardian setting .env.example documents passes through by name, except the stack's wiring

@@ -29,12 +29,17 @@ export interface RenderOptions {
   values?: Record<string, unknown>;
   /**
    * API versions the simulated cluster serves beyond the built-in ones (`helm template --api-versions`).
-   * Default: the Prometheus Operator's ServiceMonitor, so that the option sets that enable it render it.
+   * Default: OPTIONAL_APIS (the Prometheus Operator's and the Gateway API's), so that the option sets that
+   * enable those objects render them.
    */
   apiVersions?: string[];
 }
 
 export const SERVICE_MONITOR_API = 'monitoring.coreos.com/v1/ServiceMonitor';
+export const PROMETHEUS_RULE_API = 'monitoring.coreos.com/v1/PrometheusRule';
+export const HTTP_ROUTE_API = 'gateway.networking.k8s.io/v1/HTTPRoute';
+/** The optional APIs the chart looks for, as a cluster with the Prometheus Operator and the Gateway API serves them. */
+export const OPTIONAL_APIS = [SERVICE_MONITOR_API, PROMETHEUS_RULE_API, HTTP_ROUTE_API];
 
 export function helmBinary(): string {
   if (process.env.HELM) return process.env.HELM;
@@ -76,7 +81,7 @@ const templateArgs = (options: RenderOptions): string[] => [
   NAMESPACE,
   '--kube-version',
   KUBE_VERSION,
-  ...(options.apiVersions ?? [SERVICE_MONITOR_API]).flatMap((v) => ['--api-versions', v]),
+  ...(options.apiVersions ?? OPTIONAL_APIS).flatMap((v) => ['--api-versions', v]),
 ];
 
 /** Every object `helm template` renders for these values. */

@@ -16,11 +16,19 @@ import { Conversation, PATHS, ROUTES, namedSpanRefs } from './support/traffic';
 // arms a test-only crash point inside the span write (after the span's fsync, after its rename, mid chain line), so
 // torn tails of every kind occur, not only those a random kill happens to hit.
 // 200 cycles in the long tier, 20 in `npm test`.
+// Each cycle ends on events, never on a clock: an unarmed cycle is killed once the sidecar has acknowledged one to
+// three new spans in it (a seeded count), an armed one once its crash point fires (or, as a bound, after
+// ARMED_ACKS new spans). A timer here made the verdict depend on the machine's speed: on a busy 2-core machine a
+// cycle of 150-650 ms ended before the sidecar had compacted anything, so 20 cycles acknowledged a single span.
 
 const CYCLES = process.env.LONG === '1' ? 200 : 20;
 const SEED = Number(process.env.CRASH_SEED ?? 12);
 const RECALL = join(__dirname, '..', '..', 'bin', 'context-guardian-recall.js');
 const POINTS = ['after-span-fsync', 'after-rename', 'mid-chain-line'];
+/** An armed cycle's crash point fires at its first or second span write; this many acknowledged spans is a bound. */
+const ARMED_ACKS = 8;
+/** A cycle that answers this many requests without reaching its count is killed anyway (and the totals then fail). */
+const ANSWER_BOUND = 400;
 const run = promisify(execFile);
 
 /** mulberry32: a seeded PRNG, so a failing run can be replayed with CRASH_SEED. */
@@ -71,6 +79,17 @@ describe(`kill -9 during compacting traffic, ${CYCLES} cycles`, () => {
     // Each conversation restarts after 16 turns so that bodies stay the size real sessions have.
     const state = convs.map((c, i) => ({ ...c, id: i, seed: i, turn: 0 }));
     const counts = { sent: 0, answered: 0, cut: 0, otherStatus: 0, armed: 0, selfKilled: 0 };
+    // Acknowledged: every span ref a forwarded request named (read from the stub's new records as they come).
+    const acked = new Set<string>();
+    let scanned = 0;
+    const collectAcks = (): number => {
+      for (; scanned < stub.requests.length; scanned++) {
+        const r = stub.requests[scanned]!;
+        if (!r.isSummary && ['chat', 'messages', 'responses'].includes(r.route))
+          for (const ref of namedSpanRefs(r.body.toString('utf8'))) acked.add(ref);
+      }
+      return acked.size;
+    };
 
     for (let cycle = 0; cycle < CYCLES; cycle++) {
       const armed = cycle % 3 === 2;
@@ -84,6 +103,11 @@ describe(`kill -9 during compacting traffic, ${CYCLES} cycles`, () => {
       if (armed) counts.armed += 1;
       let alive = true;
       void sidecar.exited.then(() => (alive = false));
+      const ackedBefore = collectAcks();
+      const wanted = armed ? ARMED_ACKS : 1 + Math.floor(random() * 3);
+      let answeredHere = 0;
+      let reach = (): void => undefined;
+      const reached = new Promise<void>((resolve) => (reach = resolve));
       const traffic = state.map(async (c) => {
         while (alive) {
           if (c.turn === 16) {
@@ -102,6 +126,8 @@ describe(`kill -9 during compacting traffic, ${CYCLES} cycles`, () => {
             if (res.status === 200) {
               counts.answered += 1;
               c.turn += 1;
+              answeredHere += 1;
+              if (collectAcks() - ackedBefore >= wanted || answeredHere >= ANSWER_BOUND) reach();
             } else counts.otherStatus += 1;
           } catch {
             // The kill cut this request: the client saw its connection drop, as with any crashed server.
@@ -110,11 +136,8 @@ describe(`kill -9 during compacting traffic, ${CYCLES} cycles`, () => {
           }
         }
       });
-      // A random moment in the traffic; an armed cycle gets longer, so its crash point usually fires first.
-      await Promise.race([
-        new Promise((r) => setTimeout(r, (armed ? 1500 : 150) + random() * 500)),
-        sidecar.exited,
-      ]);
+      // The other conversations' requests are still in flight, at whatever stage, when the kill lands.
+      await Promise.race([reached, sidecar.exited]);
       if (alive) sidecar.kill('SIGKILL');
       else counts.selfKilled += 1;
       const exit = await sidecar.exited;
@@ -122,12 +145,7 @@ describe(`kill -9 during compacting traffic, ${CYCLES} cycles`, () => {
       await Promise.all(traffic);
     }
 
-    // Acknowledged: every span ref a forwarded request named.
-    const acked = new Set<string>();
-    for (const r of stub.requests)
-      if (!r.isSummary && ['chat', 'messages', 'responses'].includes(r.route))
-        for (const ref of namedSpanRefs(r.body.toString('utf8'))) acked.add(ref);
-
+    collectAcks();
     const before = JSON.parse((await recall(volume.dir, ['--verify', '--all', '--json'])).stdout) as Verdicts;
     const torn = before.runs.filter((r) => r.status === 'break');
     const kinds = new Set(torn.map((r) => r.break?.kind));
@@ -138,7 +156,7 @@ describe(`kill -9 during compacting traffic, ${CYCLES} cycles`, () => {
 
     process.stdout.write(
       `crash loop (seed ${SEED}): ${CYCLES} cycles (${counts.armed} with a crash point armed, ` +
-        `${counts.selfKilled} of them fired before the timer), ${counts.sent} requests sent, ` +
+        `${counts.selfKilled} of them fired before the bound), ${counts.sent} requests sent, ` +
         `${counts.answered} answered 200, ${counts.cut} cut by the kill, ${counts.otherStatus} other statuses; ` +
         `${before.runs.length} runs, ${torn.length} torn tails (${[...kinds].join(', ')}), ${repaired} closed by ` +
         `--repair; ${acked.size} spans acknowledged, ${present.length} present; ` +

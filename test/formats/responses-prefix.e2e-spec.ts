@@ -45,7 +45,7 @@ describe('a Codex-shaped /v1/responses session: summary placement and prefix sta
       await res.arrayBuffer();
       items = [...items, assistantItem('responses', `Done with step ${turn}.`)];
     }
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await stack.close();

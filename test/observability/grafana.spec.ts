@@ -28,6 +28,11 @@ function unknownMetrics(names: string[], extra: readonly string[] = []): string[
   });
 }
 
+/** Whether the exposition text has at least one sample of `name`, with or without labels. */
+function hasSample(text: string, name: string): boolean {
+  return text.split('\n').some((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `));
+}
+
 function leafPanels(d: Dashboard): Panel[] {
   return (d.panels ?? []).flatMap((p: Panel | RowPanel) =>
     'panels' in p && p.type === 'row' ? p.panels : [p],
@@ -96,6 +101,16 @@ describe('deploy/grafana/context-guardian.json', () => {
     }
   });
 
+  // Issue 30 item 3: "Tokens kept out" read 0 on a fresh pod while /metrics showed 132,646. A series born at its
+  // first value gives increase() no earlier sample, so each metric a panel reads must be on /metrics at boot.
+  it('reads only metrics that a fresh pod already exports, so increase() counts the first event', async () => {
+    const text = await new GuardianMetrics().registry.metrics();
+    for (const expr of exprs(dashboard)) {
+      const missing = metricNames(expr).filter((name) => !hasSample(text, name));
+      expect({ expr, missing }).toEqual({ expr, missing: [] });
+    }
+  });
+
   it('fills its replica variable from a metric the app exports', () => {
     const variable = dashboard.templating?.list?.find((v) => v.name === 'instance');
     const query = variable?.query as { query: string };
@@ -120,6 +135,14 @@ describe('deploy/prometheus/alerts.yml', () => {
         alert: rule.alert,
         unknown: [],
       });
+    }
+  });
+
+  it('alerts only on series a fresh pod already exports (an increase() over a missing series never fires)', async () => {
+    const text = await new GuardianMetrics().registry.metrics();
+    for (const rule of alerts.groups.flatMap((g) => g.rules)) {
+      const missing = metricNames(rule.expr).filter((name) => name !== 'up' && !hasSample(text, name));
+      expect({ alert: rule.alert, missing }).toEqual({ alert: rule.alert, missing: [] });
     }
   });
 });

@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GuardianMetrics } from '@guardian/telemetry';
 import { stringify } from 'yaml';
+import { findTool, howToObtain } from '../support/tools';
 
-// promtool comes from Debian's `prometheus` package (CI: apt-get install -y prometheus). These tests run
-// the real Prometheus parser and linter over what we ship and what /metrics serves.
+// promtool from PATH (Debian's `prometheus` package), or the one `npm test` builds once from the Go module proxy
+// (test/support/obtain-tools.sh). These tests run the real Prometheus parser and linter over what we ship and what
+// /metrics serves.
 
 const ROOT = join(__dirname, '..', '..');
 const PROM_DIR = join(ROOT, 'deploy/prometheus');
@@ -16,13 +18,11 @@ function promtool(
   opts: { cwd?: string; stdin?: string } = {},
 ): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('promtool', args, { cwd: opts.cwd ?? PROM_DIR });
+    const child = spawn(findTool('promtool') ?? 'promtool', args, { cwd: opts.cwd ?? PROM_DIR });
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
     child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
-    child.on('error', (err) =>
-      reject(new Error('promtool not found: apt-get install -y prometheus', { cause: err })),
-    );
+    child.on('error', (err) => reject(new Error(howToObtain('promtool'), { cause: err })));
     child.on('close', (code) => resolve({ code, output }));
     // A command that takes its input as arguments may exit before reading stdin: closing it then fails with
     // EPIPE, which says nothing about the check (seen under load in the long tier). Anything else is a failure.

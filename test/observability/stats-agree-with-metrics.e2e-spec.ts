@@ -88,7 +88,7 @@ describe('/guardian/stats and /metrics agree', () => {
     expect(p.summaries_reused![1]).toBeGreaterThan(0);
     expect(p.oversized_spills![1]).toBeGreaterThan(0);
     expect(p.compactions_with_pins![1]).toBeGreaterThan(0);
-  }, 120_000);
+  });
 
   it('after a session whose model cannot summarise (retries, checkpoints)', async () => {
     stack = await startStack({
@@ -100,5 +100,5 @@ describe('/guardian/stats and /metrics agree', () => {
     const p = pairs(stats, all);
     expect(disagreements(p)).toEqual([]);
     expect(p.summary_retries![1]).toBeGreaterThan(0);
-  }, 120_000);
+  });
 });

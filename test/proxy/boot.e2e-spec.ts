@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
+import { MUST_COME_MS } from '../support/wait';
+
 const MAIN = join(__dirname, '..', '..', 'dist', 'apps', 'guardian', 'src', 'main.js');
 
 describe('booting the built sidecar', () => {
@@ -13,7 +15,7 @@ describe('booting the built sidecar', () => {
     const r = spawnSync(process.execPath, [MAIN], {
       env: { PATH: process.env.PATH, GUARDIAN_COMPACT_THRESHOLD: 'lots', GUARDIAN_PORT: '0' },
       encoding: 'utf8',
-      timeout: 15_000,
+      timeout: MUST_COME_MS, // a hang guard: a busy machine may take long to load the sidecar
     });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('context-guardian: invalid configuration: GUARDIAN_COMPACT_THRESHOLD="lots"');

@@ -37,6 +37,16 @@ const MESSAGES = JSON.stringify({
 });
 const JSON_TYPE = { 'content-type': 'application/json' };
 
+/** The error code of a JSON error body (OpenAI or Anthropic shape), or the body's start when it is not one. */
+function codeOf(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { error?: { code?: string } };
+    return parsed.error?.code ?? body.slice(0, 80);
+  } catch {
+    return body.slice(0, 80);
+  }
+}
+
 function generation(stack: Stack) {
   return stack.stub.requests.filter((r) => r.route === 'chat' || r.route === 'messages');
 }
@@ -80,6 +90,43 @@ describe('a loopback bind checks Host and Origin on every route', () => {
       error: { type: 'permission_error', code: 'GUARDIAN_ORIGIN_REFUSED' },
     });
     expect(generation(stack)).toEqual([]);
+  });
+
+  // Issue 30 item 6: a sandboxed iframe, a data: URL or a file:// page sends `Origin: null` with a "simple" request
+  // (a text/plain POST needs no preflight), so accepting it let any page drive the backend through the sidecar.
+  it('refuses `Origin: null` like a foreign Origin on proxied paths, and asks the upstream nothing', async () => {
+    for (const [path, body] of [
+      ['/v1/chat/completions', CHAT],
+      ['/v1/messages', MESSAGES],
+      ['/v1/responses', JSON.stringify({ model: 'stub-model', input: 'hello' })],
+      ['/api/chat', CHAT],
+    ] as const) {
+      const res = await send(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', origin: 'null' },
+        body,
+      });
+      expect([path, res.status, codeOf(res.body)]).toEqual([path, 403, 'GUARDIAN_ORIGIN_REFUSED']);
+    }
+    const get = await send(`${url}/v1/models`, { headers: { origin: 'null' } });
+    expect([get.status, codeOf(get.body)]).toEqual([403, 'GUARDIAN_ORIGIN_REFUSED']);
+    expect(stack.stub.requests).toEqual([]);
+  });
+
+  it("refuses `Origin: null` on guardian's own endpoints too", async () => {
+    for (const [method, path] of [
+      ['GET', '/guardian/stats'],
+      ['GET', '/guardian/health'],
+      ['GET', '/metrics'],
+      ['POST', '/guardian/capture'],
+    ] as const) {
+      const res = await send(`${url}${path}`, {
+        method,
+        headers: { 'content-type': 'text/plain', origin: 'null' },
+        body: method === 'POST' ? '{}' : undefined,
+      });
+      expect([path, res.status, codeOf(res.body)]).toEqual([path, 403, 'GUARDIAN_ORIGIN_REFUSED']);
+    }
   });
 
   it('refuses a rebound Host on any other forwarded path and on the probes', async () => {

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 
 import { startFaultStack, type FaultStack } from '../faults/support/fault-stack';
+import { until } from '../support/wait';
 
 // An upstream that dies after its status line is an upstream error, not a success (issue 12 defect 8): the
 // client sees a broken answer, so the request counts as `upstream_error` and /guardian/stats reports the upstream
@@ -43,10 +44,15 @@ describe('an upstream that breaks mid-answer', () => {
 
     // The sidecar sees the break a moment after the client does.
     let after = before;
-    for (let i = 0; i < 50 && after < before + 2; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      after = await stack.metric('guardian_requests_total', { route: 'chat', outcome: 'upstream_error' });
-    }
+    await until(
+      'both breaks counted',
+      async () =>
+        (after = await stack.metric('guardian_requests_total', {
+          route: 'chat',
+          outcome: 'upstream_error',
+        })) >=
+        before + 2,
+    );
     expect(after - before).toBe(2);
     const stats = (await (await fetch(`${stack.guardian.url}/guardian/stats`)).json()) as {
       upstream_status: string;
@@ -64,10 +70,14 @@ describe('an upstream that breaks mid-answer', () => {
     // GET /v1/models is not a route guardian reads: it is forwarded as it is, and its answer breaks.
     await expect(fetch(`${stack.guardian.url}/v1/models`).then((r) => r.text())).rejects.toThrow();
     let after = before;
-    for (let i = 0; i < 50 && after === before; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      after = await stack.metric('guardian_requests_total', { route: 'other', outcome: 'upstream_error' });
-    }
+    await until(
+      'the break counted',
+      async () =>
+        (after = await stack.metric('guardian_requests_total', {
+          route: 'other',
+          outcome: 'upstream_error',
+        })) !== before,
+    );
     expect(after - before).toBe(1);
   });
 });

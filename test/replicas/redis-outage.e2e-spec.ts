@@ -38,7 +38,7 @@ describe('replicas while Redis is killed and restarted', () => {
       GUARDIAN_REDIS_PREFIX: PREFIX,
       GUARDIAN_RESERVE_OUTPUT: '1024',
       // Only the kill may cause an outage here, not a slow reply on a loaded CI machine.
-      GUARDIAN_REDIS_TIMEOUT_MS: '1000',
+      GUARDIAN_REDIS_TIMEOUT_MS: '60000',
     };
     replicas = await Promise.all([startReplica({ env }), startReplica({ env })]);
   });

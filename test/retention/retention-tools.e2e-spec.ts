@@ -13,7 +13,7 @@ describe('the keep-facts bench against the stub', () => {
 
   beforeAll(async () => {
     windows = (await keepFacts({ model: 'stub-model', seeds: 1, json: false })).windows;
-  }, 120_000);
+  });
 
   it('runs at 8,192 and 32,768, answers every request, and compacts at both', () => {
     expect(windows.map((w) => w.window)).toEqual([8192, 32768]);
@@ -48,7 +48,7 @@ describe('the keep-facts bench against the stub', () => {
     expect(instructions.filter((f) => f.answered).length).toBeLessThan(instructions.length);
     // The baseline (nothing compacted) answers them all: the loss is the compaction's, not the reader's.
     expect(instructions.every((f) => f.baseline)).toBe(true);
-  }, 60_000);
+  });
 });
 
 describe('the memo drift probe against the stub', () => {
@@ -68,5 +68,5 @@ describe('the memo drift probe against the stub', () => {
     } finally {
       await upstream.close();
     }
-  }, 120_000);
+  });
 });

@@ -1,13 +1,14 @@
 import { spawnSync } from 'node:child_process';
 import Redis from 'ioredis';
 import { REDIS_IMAGE, startRedis, type TestRedis } from './redis';
+import { MUST_COME_MS } from './wait';
 
 // Where the Redis tests get their real Redis (issue 13, deliverable 3): in a container from the locally
 // built image whenever an engine answers and has it, else a spawned redis-server. The expected kind is
 // worked out here with the docker CLI, independently of the helper's own probe.
 
 function docker(args: string[]): { ok: boolean; out: string } {
-  const r = spawnSync('docker', args, { encoding: 'utf8', timeout: 10_000 });
+  const r = spawnSync('docker', args, { encoding: 'utf8', timeout: MUST_COME_MS }); // a hang guard: a slow answer must not change the kind expected
   return { ok: r.status === 0, out: (r.stdout ?? '').trim() };
 }
 

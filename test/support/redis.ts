@@ -1,8 +1,8 @@
 // A real Redis for integration tests (HOUSE "Tests": integration tests run against real services).
 // Order: REDIS_URL when set (a shared server: it cannot be killed or restarted); else testcontainers with
-// `redis:7-bookworm` when a Docker engine answers within ~2 s and has that image (no registry is reachable
+// `redis:7-bookworm` when a Docker engine answers and has that image (no registry is reachable
 // here: `bash test/deploy/live/engine.sh up` builds it from Debian's redis-server, as CI does before the
-// tests); else `redis-server` from PATH on a free port.
+// tests); else `redis-server` (REDIS_SERVER, PATH, or what test/support/obtain-tools.sh unpacked) on a free port.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -10,6 +10,9 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
+
+import { MUST_COME_MS } from './wait';
+import { findTool, howToObtain } from './tools';
 
 export interface TestRedis {
   /** `redis://[:password@]127.0.0.1:<port>` */
@@ -40,8 +43,13 @@ export interface StartRedisOptions {
 
 /** The image CI builds locally (test/deploy/live/images/redis.Dockerfile); compose runs the same one. */
 export const REDIS_IMAGE = 'redis:7-bookworm';
-const DOCKER_PROBE_MS = 2000;
-const READY_TIMEOUT_MS = 10_000;
+/**
+ * A hang guard only: a slow engine on a busy machine must not turn a container Redis into a spawned one (which kind
+ * runs is asserted in redis.int-spec.ts); an absent or dead engine fails at once.
+ */
+const DOCKER_PROBE_MS = MUST_COME_MS;
+/** A hang guard: a server that was started must answer, however busy the machine. */
+const READY_TIMEOUT_MS = MUST_COME_MS;
 
 /** A real Redis: see the order above. Never skips: without any Redis it throws how to install one. */
 export async function startRedis(options: StartRedisOptions = {}): Promise<TestRedis> {
@@ -89,14 +97,11 @@ async function processRedis(port: number, password: string | undefined): Promise
   const url = urlFor(port, password);
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {
-    const started = spawn('redis-server', args, { stdio: 'ignore' });
+    const started = spawn(findTool('redis-server') ?? 'redis-server', args, { stdio: 'ignore' });
     child = started;
     const failed = new Promise<never>((_, reject) => {
       started.once('error', (err: NodeJS.ErrnoException) => {
-        const hint =
-          err.code === 'ENOENT'
-            ? 'redis-server is not on PATH: install it (apt-get install -y redis-server) or set REDIS_URL'
-            : err.message;
+        const hint = err.code === 'ENOENT' ? `${howToObtain('redis-server')}, or set REDIS_URL` : err.message;
         reject(new Error(`test redis: ${hint}`, { cause: err }));
       });
       started.once('exit', (code) =>
@@ -193,7 +198,7 @@ async function imageBuilt(): Promise<boolean> {
   return false;
 }
 
-/** Whether a Docker engine is likely present and answers; false on any failure within ~2 s. */
+/** Whether a Docker engine is likely present and answers; false on any failure. */
 async function dockerAnswers(): Promise<boolean> {
   const hints = [
     process.env.DOCKER_HOST,

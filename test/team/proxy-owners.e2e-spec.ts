@@ -7,6 +7,7 @@ import OpenAI from 'openai';
 import { ownerHash } from '@guardian/archive';
 
 import { chatAs, startTeamStack, TOKENS, type TeamStack } from './support';
+import { until } from '../support/wait';
 
 // Issue 15 item 1 (ARCHITECTURE.md#sessions, #access): a token names the owner of a request; with GUARDIAN_TOKEN_REQUIRED=1 a proxied
 // request needs one; the session becomes `<owner>/<X-Guardian-Session>`, so one header value under two tokens is two
@@ -122,10 +123,7 @@ describe('team mode on the proxied routes (GUARDIAN_TOKEN_REQUIRED=1)', () => {
       return new Set(lines.map((l) => JSON.parse(l).owner_hash));
     };
     let seen = await logOwners();
-    for (let i = 0; i < 50 && seen.size < 2; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      seen = await logOwners();
-    }
+    await until('both owners in the compaction log', async () => (seen = await logOwners()).size >= 2);
     expect(seen).toEqual(new Set([ownerHash('alice'), ownerHash('bob')]));
 
     // Each developer's usage is their own; the admin names the owner to look one up.

@@ -6,17 +6,13 @@ import { spawn } from 'node:child_process';
 
 import { MAIN } from '../faults/support/sidecar-process';
 import { startTeamStack, TOKENS, type TeamStack } from './support';
+import { until } from '../support/wait';
 
 // Issue 15 item 1: GUARDIAN_TOKENS_FILE is reloaded when it changes, without a restart (a Kubernetes Secret update,
 // a rotation); a reload that cannot be used keeps the last good tokens, counted and logged; a file that cannot be
 // used at boot stops the boot with a message that names the line, never a token.
 
 const CAROL = 'tok-carol-3a9e71c05d2b';
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400 && !(await check()); i++) await new Promise((r) => setTimeout(r, 25));
-  expect(await check()).toBe(true);
-}
 
 describe('GUARDIAN_TOKENS_FILE while the sidecar runs', () => {
   let stack: TeamStack;
@@ -44,13 +40,13 @@ describe('GUARDIAN_TOKENS_FILE while the sidecar runs', () => {
   it('rotates: a new token works and a withdrawn one stops, without a restart; a bad edit changes nothing', async () => {
     expect(await status(CAROL)).toBe(403);
     await replace(`${TOKENS.alice} alice\n${CAROL} carol\n`);
-    await until(async () => (await status(CAROL)) === 200);
+    await until('the new token to be accepted', async () => (await status(CAROL)) === 200);
     expect(await status(TOKENS.bob)).toBe(403);
     expect(await reloads('loaded')).toBeGreaterThanOrEqual(1);
 
     await replace(`${TOKENS.alice} alice\n${CAROL}\n`);
     // Counted once per change noticed (the boot's one extra look may notice the same change too).
-    await until(async () => (await reloads('invalid')) >= 1);
+    await until('the unusable reload to be counted', async () => (await reloads('invalid')) >= 1);
     expect([await status(CAROL), await status(TOKENS.alice), await status(TOKENS.bob)]).toEqual([
       200, 200, 403,
     ]);

@@ -9,37 +9,47 @@ import { UpstreamClient } from '@guardian/upstream';
 import { AccessPolicy } from './access/access-policy';
 import { ArchiveController } from './archive-api/archive.controller';
 import { ArchiveReaders } from './archive-api/archive-readers';
+import { SealMonitor } from './archive-verifier/seal-monitor';
 import { CaptureController } from './archive-api/capture.controller';
 import { CaptureIntake } from './archive-api/capture-intake';
 import { TokenRegistry } from './access/token-registry';
-import { AnswerBookkeeping } from './compaction/answer-bookkeeping';
-import { CaptureService } from './compaction/capture.service';
-import { CompactionEngine } from './compaction/compaction-engine';
+import { AnswerBookkeeping } from './compaction/answer/answer-bookkeeping';
+import { AnswerReporter } from './compaction/answer/answer-reporter';
+import { UsageRecorder } from './compaction/answer/usage-recorder';
+import { DecideReporter } from './compaction/decide/decide-reporter';
+import { PrecompactJobs } from './compaction/decide/precompact-jobs';
+import { RequestReporter } from './compaction/request/request-reporter';
+import { RequestStage } from './compaction/request/request-stage';
+import { CaptureService } from './compaction/answer/capture.service';
+import { CompactionEngine } from './compaction/decide/compaction-engine';
 import { CompactionService } from './compaction/compaction.service';
-import { DecisionReporter } from './compaction/decision-reporter';
-import { ExchangeFactory } from './compaction/exchange';
-import { FastPath } from './compaction/fast-path';
-import { OverflowRecovery } from './compaction/overflow-recovery';
-import { Precompactor } from './compaction/precompactor';
-import { RequestCounter } from './compaction/request-counter';
-import { RequestMeasure } from './compaction/request-measure';
-import { SessionTable } from './compaction/session-table';
-import { SpanRecorder } from './compaction/span-recorder';
-import { StretchArchiver } from './compaction/stretch-archiver';
-import { StretchService } from './compaction/stretch-service';
-import { Summariser } from './compaction/summariser';
-import { SummaryBreaker } from './compaction/summary-breaker';
-import { WindowService } from './compaction/window.service';
+import { DecisionReporter } from './compaction/decide/decision-reporter';
+import { ExchangeFactory } from './compaction/answer/exchange';
+import { FastPath } from './compaction/request/fast-path';
+import { OverflowRecovery } from './compaction/decide/overflow-recovery';
+import { Precompactor } from './compaction/answer/precompactor';
+import { RequestCounter } from './compaction/request/request-counter';
+import { SessionTable } from './compaction/request/session-table';
+import { SpanRecorder } from './compaction/decide/span-recorder';
+import { StretchArchiver } from './compaction/decide/stretch-archiver';
+import { StretchService } from './compaction/decide/stretch-service';
+import { Summariser } from './compaction/decide/summariser';
+import { SummaryBreaker } from './compaction/decide/summary-breaker';
+import { WindowService } from './compaction/request/window.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
-import { AccessGuard, ArchiveGuard } from './guardian-api/access.guard';
+import { AccessGuard, ArchiveGuard, HostGate } from './guardian-api/access.guard';
 import { GuardianController } from './guardian-api/guardian.controller';
 import { HealthController } from './health/health.controller';
 import { SpanVolumeProbe } from './health/span-volume-probe';
 import { GuardianErrorFilter } from './http/error.filter';
+import { ServingState } from './http/serving-state';
 import { GuardianLogger } from './observability/guardian-logger';
-import { Observability } from './observability/observability';
+import { FailOpen } from './observability/fail-open';
 import { recordUpstreamWait } from './observability/request-timing';
+import { ProxyFront } from './proxy/proxy-front';
+import { ProxyReporter } from './proxy/proxy-reporter';
+import { OpenStreams } from './proxy/stream-ending';
 import { ProxyService } from './proxy/proxy.service';
 import { GuardianState } from './state/guardian-state';
 
@@ -56,7 +66,13 @@ export interface GuardianModuleOptions {
   runtime: GuardianRuntime;
 }
 
-function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Provider[] {
+/**
+ * Every object the sidecar is made of that is not a plain injectable class, built here and only here: the outside
+ * world (metrics, the upstream, the memo, the archive's writers), the edge (the host gate and the ProxyFront that
+ * serves the proxied paths, ADR 0013), and the background seal check. bootstrap.ts only creates the app from them,
+ * listens and hands back the handle.
+ */
+function constructed({ config, logger, runtime }: GuardianModuleOptions): Provider[] {
   const { access, archive, compaction, memo, proxy } = config;
   return [
     { provide: GuardianConfig, useValue: config },
@@ -124,6 +140,21 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
         }),
     },
     {
+      // The background seal check (docs/adr/0120), its own provider: started once the app is up, never on the
+      // request path.
+      provide: SealMonitor,
+      inject: [SealedArchive, GuardianState, GuardianMetrics],
+      useFactory: (sealed: SealedArchive, state: GuardianState, metrics: GuardianMetrics) =>
+        new SealMonitor({
+          spanDir: config.paths.spanDir,
+          anchorDir: config.paths.anchorDir,
+          archive: sealed,
+          state,
+          metrics,
+          logger,
+        }),
+    },
+    {
       provide: CompactionLog,
       useFactory: () =>
         new CompactionLog({ logDir: config.paths.logDir, replica: runtime.replica, gatherMs: BEHIND_MS }),
@@ -135,6 +166,31 @@ function infrastructure({ config, logger, runtime }: GuardianModuleOptions): Pro
           receiptsDir: config.paths.receiptsDir,
           replica: runtime.replica,
           gatherMs: BEHIND_MS,
+        }),
+    },
+    { provide: ServingState, useValue: new ServingState() },
+    { provide: OpenStreams, useValue: new OpenStreams() },
+    // DNS rebinding (ARCHITECTURE.md#access): one gate for the front and the Fastify hooks.
+    { provide: HostGate, useValue: new HostGate(config) },
+    {
+      // Everything guardian does not own goes upstream: every method, every path, through the node:http front.
+      provide: ProxyFront,
+      inject: [ProxyService, HostGate, GuardianMetrics, ServingState, OpenStreams],
+      useFactory: (
+        service: ProxyService,
+        gate: HostGate,
+        metrics: GuardianMetrics,
+        serving: ServingState,
+        streams: OpenStreams,
+      ) =>
+        new ProxyFront({
+          proxy: service,
+          gate,
+          metrics,
+          logger,
+          bodyLimit: proxy.maxBodyBytes,
+          serving,
+          streams,
         }),
     },
   ];
@@ -152,27 +208,32 @@ export class AppModule {
       module: AppModule,
       controllers: [HealthController, GuardianController, ArchiveController, CaptureController],
       providers: [
-        ...infrastructure(options),
+        ...constructed(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
         AccessGuard,
         AccessPolicy,
         ArchiveGuard,
         AnswerBookkeeping,
+        AnswerReporter,
         ArchiveReaders,
         CaptureIntake,
         CaptureService,
         CompactionEngine,
         CompactionService,
+        DecideReporter,
         DecisionReporter,
         ExchangeFactory,
+        FailOpen,
         FastPath,
         GuardianState,
-        Observability,
         OverflowRecovery,
+        PrecompactJobs,
         Precompactor,
+        ProxyReporter,
         ProxyService,
         RequestCounter,
-        RequestMeasure,
+        RequestReporter,
+        RequestStage,
         SessionTable,
         SpanRecorder,
         SpanVolumeProbe,
@@ -180,6 +241,7 @@ export class AppModule {
         StretchService,
         Summariser,
         SummaryBreaker,
+        UsageRecorder,
         WindowService,
       ],
     };

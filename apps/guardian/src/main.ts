@@ -62,7 +62,7 @@ async function main(): Promise<void> {
 
   const shutdown = async (signal: string) => {
     logger.info({ signal }, 'shutting down');
-    await running.close();
+    await running.shutdown();
     await otel?.shutdown();
     process.exit(0);
   };

@@ -12,6 +12,17 @@ inference pod: include "context-guardian.container" with this chart's context (d
       protocol: TCP
   env:
     {{- include "context-guardian.env" . | nindent 4 }}
+  {{- with .Values.envFrom }}
+  envFrom:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.probes.startup }}
+  startupProbe:
+    httpGet:
+      path: /healthz
+      port: http
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   livenessProbe:
     httpGet:
       path: /healthz
@@ -23,6 +34,19 @@ inference pod: include "context-guardian.container" with this chart's context (d
       path: /readyz
       port: http
     {{- toYaml .Values.probes.readiness | nindent 4 }}
+  {{- if .Values.lifecycle }}
+  {{- /* A user-set lifecycle replaces the chart's own hooks as a whole (values.yaml, `lifecycle`). */}}
+  lifecycle:
+    {{- toYaml .Values.lifecycle | nindent 4 }}
+  {{- else if gt (int .Values.shutdown.preStopSeconds) 0 }}
+  # Before SIGTERM: the Service's endpoints and the proxies reading them drop the pod asynchronously, and a listener
+  # that closed at once refused what they still sent. An exec of the image's sleep, not the `sleep` action, which
+  # needs Kubernetes 1.30.
+  lifecycle:
+    preStop:
+      exec:
+        command: ["sleep", {{ .Values.shutdown.preStopSeconds | int | toString | quote }}]
+  {{- end }}
   resources:
     {{- toYaml .Values.resources | nindent 4 }}
   securityContext:
@@ -40,6 +64,9 @@ inference pod: include "context-guardian.container" with this chart's context (d
     - name: tokens
       mountPath: /etc/context-guardian/tokens
       readOnly: true
+    {{- end }}
+    {{- with .Values.extraVolumeMounts }}
+    {{- toYaml . | nindent 4 }}
     {{- end }}
 {{- end -}}
 
@@ -68,6 +95,9 @@ inference pod: include "context-guardian.container" with this chart's context (d
     items:
       - key: {{ ternary .Values.auth.tokensFileKey "tokens" (not (empty .Values.auth.existingSecret)) }}
         path: tokens
+{{- end }}
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
 {{- end }}
 {{- end -}}
 
@@ -128,5 +158,8 @@ inference pod: include "context-guardian.container" with this chart's context (d
     - name: dshm
       mountPath: /dev/shm
     - name: model-cache
-      mountPath: /root/.cache/huggingface
+      mountPath: {{ $inf.modelCache.mountPath }}
+    {{- with $inf.extraVolumeMounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 {{- end -}}

@@ -49,6 +49,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (printf "%s-data" (include "context-guardian.fullname" .)) .Values.persistence.existingClaim -}}
 {{- end -}}
 
+{{- define "context-guardian.modelCacheClaimName" -}}
+{{- default (printf "%s-model-cache" (include "context-guardian.fullname" .)) .Values.inference.modelCache.existingClaim -}}
+{{- end -}}
+
 {{- define "context-guardian.anchorClaimName" -}}
 {{- default (printf "%s-anchor" (include "context-guardian.fullname" .)) .Values.anchor.existingClaim -}}
 {{- end -}}
@@ -82,6 +86,7 @@ tokenizeTimeoutMs: GUARDIAN_TOKENIZE_TIMEOUT_MS
 upstreamTimeout: GUARDIAN_UPSTREAM_TIMEOUT
 upstreamConnectTimeout: GUARDIAN_UPSTREAM_CONNECT_TIMEOUT
 maxBodyBytes: GUARDIAN_MAX_BODY_BYTES
+shutdownDrainSeconds: GUARDIAN_SHUTDOWN_DRAIN_SECONDS
 spanDir: GUARDIAN_SPAN_DIR
 logDir: GUARDIAN_LOG_DIR
 receipts: GUARDIAN_RECEIPTS
@@ -136,6 +141,8 @@ otelExporterOtlpEndpoint: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ include "context-guardian.upstreamUrl" . | quote }}
 - name: GUARDIAN_DATA_DIR
   value: {{ .Values.persistence.mountPath | quote }}
+- name: GUARDIAN_SHUTDOWN_GRACE_SECONDS
+  value: {{ include "context-guardian.shutdownGraceSeconds" . | quote }}
 {{- if .Values.nodeHeapMiB }}
 {{- /* Node sizes its heap from the host's memory, not the pod's limit: past the limit the kernel kills it. */}}
 - name: NODE_OPTIONS
@@ -193,4 +200,16 @@ otelExporterOtlpEndpoint: OTEL_EXPORTER_OTLP_ENDPOINT
 {{- else -}}
 80
 {{- end -}}
+{{- end -}}
+
+{{/*
+GUARDIAN_SHUTDOWN_GRACE_SECONDS: the pod's grace less the preStop wait (it runs before SIGTERM) and a margin for
+ending the streams still open and exiting before SIGKILL (docs/RELIABILITY.md#shutdown).
+*/}}
+{{- define "context-guardian.shutdownGraceSeconds" -}}
+{{- $grace := sub (sub (int .Values.terminationGracePeriodSeconds) (int .Values.shutdown.preStopSeconds)) (int .Values.shutdown.marginSeconds) -}}
+{{- if lt $grace 1 -}}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must exceed shutdown.preStopSeconds + shutdown.marginSeconds (%d): guardian would have no time to let answers in flight finish" (int .Values.terminationGracePeriodSeconds) (add (int .Values.shutdown.preStopSeconds) (int .Values.shutdown.marginSeconds))) -}}
+{{- end -}}
+{{- $grace -}}
 {{- end -}}

@@ -72,7 +72,7 @@ export async function captureRuns(
 }
 
 /** Transcript bytes a capture span covers: [first_index, end). Null for spans that are not captures. */
-export async function captureSpanRange(
+async function captureSpanRange(
   spanDir: string,
   run: string,
   span: number,

@@ -3,8 +3,8 @@ import { canonicalJson, sha256Hex, type JsonValue } from './canonical-json';
 export const GENESIS_PREV = '0'.repeat(64);
 
 /** What a chain line records (docs/ARCHIVE_FORMAT.md §"Chain lines"). */
-export type ChainKind = 'span' | 'journal' | 'prune' | 'repair';
-export type RepairAction = 'sealed' | 'quarantined' | 'truncated';
+type ChainKind = 'span' | 'journal' | 'prune' | 'repair';
+type RepairAction = 'sealed' | 'quarantined' | 'truncated';
 
 /** A chain line before its `hash` is computed. */
 export interface ChainBody {
@@ -42,7 +42,7 @@ function toJson(body: ChainBody): JsonValue {
 }
 
 /** sha256 over the canonical JSON of the line without `hash`. */
-export function chainHash(body: ChainBody): string {
+function chainHash(body: ChainBody): string {
   return sha256Hex(canonicalJson(toJson(body)));
 }
 

@@ -22,7 +22,7 @@ const MAX_KEYWORDS = 8;
  * Keywords are counted over the first 256 KB of a span's text: enough to characterise it, and a 45 MB paste is not
  * turned into millions of word strings on the request path (issue 12: memory ~36 times the body).
  */
-export const KEYWORD_SCAN_CHARS = 256 * 1024;
+const KEYWORD_SCAN_CHARS = 256 * 1024;
 
 export const STOPWORDS = new Set(
   (
@@ -38,7 +38,7 @@ export function estimateTokens(chars: number): number {
 }
 
 /** First sentence of a text, one line, at most 160 characters. */
-export function firstSentence(text: string): string {
+function firstSentence(text: string): string {
   // The sentence is at most 160 characters, so only the start of a long text is looked at.
   const flat = text
     .slice(0, 64 * 1024)

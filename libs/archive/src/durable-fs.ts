@@ -44,7 +44,7 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
-export function tempName(target: string): string {
+function tempName(target: string): string {
   return path.join(
     path.dirname(target),
     `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,

@@ -16,7 +16,7 @@ import { readJsonl } from './jsonl';
 import { viewMessage } from './message-text';
 import type { ArchiveScope } from './owners';
 
-export const DigestLineSchema = z.object({
+const DigestLineSchema = z.object({
   span: z.number().int().nonnegative(),
   file: z.string(),
   kind: z.string(),
@@ -27,7 +27,7 @@ export const DigestLineSchema = z.object({
   grams: z.string().optional(),
 });
 
-export interface DigestEntry extends DigestLine {
+interface DigestEntry extends DigestLine {
   run: string;
   /** `<run>/<NNNN> <time> ~<n>t: <digest> (<keywords>)` */
   line: string;
@@ -110,7 +110,7 @@ export async function listDigests(opts: {
 }
 
 /** One message of a read, verbatim (`raw`) and as text. */
-export interface ReadMessage {
+interface ReadMessage {
   index: number;
   role: string;
   text: string;

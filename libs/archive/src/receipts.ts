@@ -12,10 +12,10 @@ export type ReceiptCounts =
   | { kind: 'compaction'; tokens_before: number; tokens_after: number }
   | { kind: 'recall_tool_call'; chars_returned: number };
 
-export const RECEIPT_KINDS = ['recall_call', 'span_opened', 'compaction', 'recall_tool_call'] as const;
+const RECEIPT_KINDS = ['recall_call', 'span_opened', 'compaction', 'recall_tool_call'] as const;
 
 /** A stored receipt line: `ts`, `kind`, and numbers. */
-export const ReceiptLineSchema = z.object({
+const ReceiptLineSchema = z.object({
   ts: z.string(),
   kind: z.enum(RECEIPT_KINDS),
   hits: z.number().nonnegative().optional(),
@@ -28,7 +28,6 @@ export const ReceiptLineSchema = z.object({
     .regex(/^[0-9a-f]{64}$/)
     .optional(),
 });
-export type ReceiptLine = z.infer<typeof ReceiptLineSchema>;
 
 /**
  * What a receipt written here must be, made once: zod compiles a fast path for every schema object, and a `.strict()`

@@ -8,8 +8,6 @@ import { RunWriter, type ArchiveWarning, type PlacedSpan, type SealedHead } from
 import type { SpanLog } from './span-log';
 import { WriterLog, type WriterLogOptions } from './writer-log';
 
-export type { ArchiveWarning, PlacedSpan, SealedHead } from './run-writer';
-
 /** Options of the sealed span writer. */
 export interface SealedArchiveOptions {
   spanDir: string;

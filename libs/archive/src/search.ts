@@ -19,7 +19,7 @@ import { sessionHash, type ArchiveScope } from './owners';
 import { JournalLineSchema, StoredSpanSchema } from './span-record';
 
 /** One search hit. `span` 0 is the run's capture journal, where `message_index` counts journal lines. */
-export interface SearchHit {
+interface SearchHit {
   run: string;
   span: number;
   /** `<run>/<NNNN>.json`, or `<run>/journal` for the capture journal. */

@@ -31,7 +31,7 @@ function assertName(name: string): string {
 }
 
 /** C2SP signed-note: key ID = SHA-256(name || 0x0A || 0x01 || public key)[:4], big-endian. */
-export function noteKeyId(name: string, publicKey: Uint8Array): number {
+function noteKeyId(name: string, publicKey: Uint8Array): number {
   const hash = createHash('sha256').update(`${name}\n`).update(Buffer.of(ED25519)).update(publicKey).digest();
   return hash.readUInt32BE(0);
 }

@@ -79,12 +79,7 @@ export class LogCheckFailed extends Error {
 }
 
 /** Reads one tile at the width a tree needs; a deleted partial is read as the prefix of its full tile. */
-export async function readTile(
-  dir: string,
-  level: number | 'entries',
-  n: number,
-  width: number,
-): Promise<Buffer> {
+async function readTile(dir: string, level: number | 'entries', n: number, width: number): Promise<Buffer> {
   const exact = await readLogFile(dir, tilePath(level, n, width));
   if (exact !== null) return exact;
   const full = width < TILE_WIDTH ? await readLogFile(dir, tilePath(level, n, TILE_WIDTH)) : null;
@@ -124,7 +119,7 @@ export async function readEntries(dir: string, size: number): Promise<string[]> 
 }
 
 /** The inclusion proof of entry `index` in the tree of `size`, through the tiles. */
-export function proveInclusion(dir: string, index: number, size: number): Promise<Hash[]> {
+function proveInclusion(dir: string, index: number, size: number): Promise<Hash[]> {
   return withTiles(
     size,
     (l, n, w) => readTile(dir, l, n, w),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import type { SpanInput, SpanKind } from './archive-writer';
 
-export const SPAN_FORMAT = 1;
+const SPAN_FORMAT = 1;
 
 /** A span file's JSON (docs/ARCHIVE_FORMAT.md §"Span files"). */
 export interface SpanRecord {
@@ -78,4 +78,3 @@ export const JournalLineSchema = z.looseObject({
   at: z.string(),
   message: z.unknown(),
 });
-export type JournalLine = z.infer<typeof JournalLineSchema>;

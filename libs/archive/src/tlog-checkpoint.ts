@@ -47,7 +47,7 @@ export function formatTlogProof(p: { index: number; proof: readonly Hash[]; chec
 }
 
 /** Parses a tlog-proof bundle (the `extra` line is read and not trusted); null when malformed. */
-export function parseTlogProof(
+function parseTlogProof(
   text: string,
 ): { extra: Buffer | null; index: number; proof: Hash[]; checkpoint: string } | null {
   const blank = text.indexOf('\n\n');

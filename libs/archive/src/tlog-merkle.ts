@@ -42,7 +42,7 @@ function isPowerOfTwo(n: number): boolean {
  * MTH(D[lo:hi]) (RFC 6962 §2.1) of a range that the RFC's recursion from D[0:n] reaches: every left part is a perfect
  * subtree at an aligned offset, so it is one SubtreeHash; only the right edge is hashed here.
  */
-export function rangeHash(lo: number, hi: number, sub: SubtreeHash): Hash {
+function rangeHash(lo: number, hi: number, sub: SubtreeHash): Hash {
   const n = hi - lo;
   if (n === 0) return EMPTY_ROOT;
   if (isPowerOfTwo(n) && lo % n === 0) return sub(log2(n), lo / n);
@@ -85,12 +85,7 @@ export function consistencyProof(older: number, newer: number, sub: SubtreeHash)
 }
 
 /** RFC 9162 §2.1.3.2: the root an inclusion proof leads to, or null when the proof has the wrong length. */
-export function rootFromInclusion(
-  index: number,
-  size: number,
-  leaf: Hash,
-  proof: readonly Hash[],
-): Hash | null {
+function rootFromInclusion(index: number, size: number, leaf: Hash, proof: readonly Hash[]): Hash | null {
   if (!(index >= 0 && index < size)) return null;
   let fn = index;
   let sn = size - 1;

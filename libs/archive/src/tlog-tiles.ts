@@ -1,7 +1,7 @@
 import { HASH_SIZE, nodeHash, type Hash, type SubtreeHash } from './tlog-merkle';
 
 /** C2SP tlog-tiles: every tile is 8 levels of the tree, 256 hashes when full. */
-export const TILE_HEIGHT = 8;
+const TILE_HEIGHT = 8;
 export const TILE_WIDTH = 256;
 
 /** `<N>` of a tile path: zero-padded 3-digit elements, all but the last prefixed `x` (1234067 -> x001/x234/067). */
@@ -81,7 +81,7 @@ export function tileSubtree(tile: (level: number, n: number) => Hash[] | null): 
 }
 
 /** Thrown by a tileSubtree when a tile is not loaded yet; `withTiles` loads it and tries again. */
-export class TileMissing extends Error {
+class TileMissing extends Error {
   constructor(
     readonly level: number,
     readonly n: number,

@@ -12,7 +12,7 @@ import { isErrno } from './durable-fs';
 import type { ArchiveScope } from './owners';
 
 /** The kinds of break --verify names (seed "Prove it"; docs/ARCHIVE_FORMAT.md §"Verification"). */
-export type BreakKind =
+type BreakKind =
   | 'content-changed'
   | 'file-missing'
   | 'entry-edited'

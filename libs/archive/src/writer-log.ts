@@ -17,7 +17,7 @@ export interface WriterLogOptions {
 }
 
 /** The default key file on the span volume, shared by every writer there (each signs under its own origin). */
-export function defaultLogKeyFile(spanDir: string): string {
+function defaultLogKeyFile(spanDir: string): string {
   return path.join(logsRoot(spanDir), 'log.key');
 }
 

@@ -18,7 +18,7 @@ import type {
 
 /** `GET /readyz`. */
 export interface ReadyAnswer {
-  status: 'ready';
+  status: 'ready' | 'draining';
   version: string;
   span_volume: 'writable' | 'full' | 'read-only' | 'missing';
   memo_store: 'memory' | 'redis';
@@ -78,6 +78,8 @@ export interface StatsAnswer {
   archive_deferred: number;
   overflow_recovered: number;
   tokens_kept_out: number;
+  /** Requests whose size alone proved they fit: forwarded unchanged without being parsed (ADR 0013). */
+  passthrough_by_size: number;
   dry_run: boolean;
   keep_recent: { messages: number } | { fraction: number };
   memo_store: string;
@@ -87,6 +89,33 @@ export interface StatsAnswer {
   seal_status: 'ok' | 'broken' | 'unknown';
   seal_checked_at: string | null;
   sessions: StatsSession[];
+}
+
+/** One entry of `GET /guardian/events`: counts and names only, never message text. */
+interface EventAnswer {
+  kind:
+    | 'compaction'
+    | 'summary_chunked'
+    | 'oversized_spill'
+    | 'newest_cut'
+    | 'fail_open'
+    | 'overflow_recovered'
+    | 'archive_deferred';
+  at: string;
+  route: string;
+  model?: string;
+  /** First 8 hex of the session hash. */
+  session?: string;
+  /** The kind's own counts (`tokens_before`, `stage`, ...). */
+  [key: string]: string | number | boolean | null | undefined;
+}
+
+/**
+ * `GET /guardian/events`: the recent events, the caller's own in team mode. With `Accept: text/event-stream` the same
+ * objects arrive one per SSE event instead.
+ */
+export interface EventsAnswer {
+  events: EventAnswer[];
 }
 
 /** `GET /guardian/archive/runs`. */
@@ -130,9 +159,4 @@ export interface CaptureAnswer {
   run: string | null;
   span: number | null;
   archived_end: number;
-}
-
-/** Every refusal guardian answers on its own endpoints (OpenAI-shaped, with a stable code). */
-export interface ErrorAnswer {
-  error: { message: string; type: string; code: string };
 }

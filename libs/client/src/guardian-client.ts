@@ -3,7 +3,14 @@ import { request as httpsRequest } from 'node:https';
 
 import { CodedError } from '@guardian/errors';
 
-import type { CaptureAnswer, CaptureRequest, ReadyAnswer, StatsAnswer, UsageAnswer } from './api-types';
+import type {
+  CaptureAnswer,
+  CaptureRequest,
+  EventsAnswer,
+  ReadyAnswer,
+  StatsAnswer,
+  UsageAnswer,
+} from './api-types';
 
 // The status line runs on every prompt of a client and imports this file, so it uses node:http, node:https and the
 // few lines of libs/errors at run time (no HTTP library, no validator: zod's load time would be paid on every prompt).
@@ -96,6 +103,11 @@ export class GuardianClient {
   /** `GET /guardian/usage`: a session's (the caller's latest when omitted). */
   usage(session?: string): Promise<UsageAnswer> {
     return this.getJson<UsageAnswer>('guardian/usage', { session });
+  }
+
+  /** `GET /guardian/events`: the recent events as one JSON list (the caller's own in team mode). */
+  events(): Promise<EventsAnswer> {
+    return this.getJson<EventsAnswer>('guardian/events');
   }
 
   /** `POST /guardian/capture`: Claude Code transcript lines into the sidecar's archive (team mode). */

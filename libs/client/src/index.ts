@@ -1,8 +1,9 @@
+export { ARCHIVE_API_LIMITS } from './api-limits';
 export type {
   CaptureAnswer,
   CaptureRequest,
   DigestsAnswer,
-  ErrorAnswer,
+  EventsAnswer,
   HeadsAnswer,
   ReadAnswer,
   ReadyAnswer,
@@ -16,14 +17,6 @@ export type {
   StatsSession,
   UsageAnswer,
 } from './api-types';
-export {
-  GuardianClient,
-  GuardianClientError,
-  type ClientErrorCode,
-  type GuardianClientOptions,
-  type Query,
-  type RawReply,
-} from './guardian-client';
+export { GuardianClient, GuardianClientError } from './guardian-client';
 export { RemoteArchive } from './remote-archive';
-export { sidecarTarget, type SidecarTarget } from './sidecar-target';
-export { ARCHIVE_API_LIMITS } from './api-limits';
+export { sidecarTarget } from './sidecar-target';

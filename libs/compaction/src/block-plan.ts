@@ -1,3 +1,4 @@
+import { answerCeiling } from './budget';
 import { evictedIndexes } from './cuts';
 import { carriedLedger } from './ledger';
 import { carriedPins } from './pins';
@@ -47,6 +48,7 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
     fixedChars: ctx.fixedChars,
     counter: ctx.counter,
     budget: ctx.budget.budget,
+    ceiling: answerCeiling(ctx.budget),
     pinsBy: ctx.pinsBy,
   };
   if (!block) return { ...base, cut: 0, pins: [] };

@@ -99,3 +99,19 @@ export function sizeProvesFit(input: SizeProofInput): boolean {
   const share = Math.min(1 - input.nearBudget, input.precompactThreshold > 0 ? input.precompactThreshold : 1);
   return worst < budget * share;
 }
+
+/**
+ * The least room an answer keeps when the client's own part leaves none for the configured reserve: a tenth of the
+ * window, at least 1,024 tokens. A tenth also covers an estimate as far off as an unproven one
+ * (UNPROVEN_ESTIMATE_MARGIN), so a request cut to the ceiling is not refused for its count.
+ */
+const ANSWER_FLOOR_TOKENS = 1024;
+
+/**
+ * The most a rebuilt request may take where the budget cannot be met (RebuildInput.ceiling): the window less the
+ * answer floor. Codex's own part is 9,476 tokens, over the 8,192 budget of a 16,384 window with the default 8,192
+ * reserve: without a ceiling its newest paste was forwarded whole, over the window (issue 30 item 11).
+ */
+export function answerCeiling(budget: BudgetInfo): number {
+  return budget.window - Math.max(ANSWER_FLOOR_TOKENS, Math.floor(budget.window * 0.1));
+}

@@ -1,15 +1,37 @@
-export * from './block-plan';
-export * from './budget';
-export * from './checkpoint';
-export * from './cuts';
-export * from './estimate';
-export * from './ledger';
-export * from './pins';
-export * from './planner';
-export * from './prefix-hash';
-export * from './rebuild';
-export * from './recall-tools';
-export * from './spill';
-export * from './summary-block';
-export * from './summary-prompt';
-export * from './types';
+export {
+  fullBlockTokens,
+  nextBlockSource,
+  rebuildInput,
+  weighBlock,
+  type BlockContext,
+  type BlockSource,
+} from './block-plan';
+export {
+  computeBudget,
+  marginedBudget,
+  overflowRetryBudget,
+  sizeProvesFit,
+  worstTokensForBytes,
+} from './budget';
+export { checkpointSummary } from './checkpoint';
+export { allowedCuts, evictedIndexes } from './cuts';
+export { Calibration, requestChars, tokensForChars } from './estimate';
+export { LEDGER_HEADING } from './ledger';
+export { extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
+export { chooseCut, chooseMemo, planCompaction, type PlanInput } from './planner';
+export { canonicalDigest, hashText, hashTexts, prefixHashes, sortedKeyJson } from './prefix-hash';
+export { chooseRebuild, planRebuild, rebuiltTokens, type RebuildInput, type RebuildPlan } from './rebuild';
+export { RECALL_TOOLS, RECALL_TOOL_NAMES } from './recall-tools';
+export { spillPointer, spillText } from './spill';
+export { ARCHIVE_FENCE, PINS_HEADING } from './summary-block';
+export {
+  SUMMARY_REQUEST_TAG,
+  buildSummaryPrompt,
+  groupForPrompts,
+  maxSummaryTokens,
+  summaryPromptLimit,
+  transcriptLine,
+  transcriptLineMaxChars,
+  type SummaryPrompt,
+} from './summary-prompt';
+export type { BudgetInfo, Counter, NeutralMessage } from './types';

@@ -51,7 +51,7 @@ function tailTokens(messages: readonly NeutralMessage[], from: number, counter: 
 }
 
 /** Tokens of the parts no cut removes: the fixed part and every system message. */
-export function keptSystemTokens(input: Pick<PlanInput, 'messages' | 'fixedChars' | 'counter'>): number {
+function keptSystemTokens(input: Pick<PlanInput, 'messages' | 'fixedChars' | 'counter'>): number {
   let t = tokensForChars(input.fixedChars, input.counter);
   for (const m of input.messages) if (m.role === 'system') t += messageTokens(m, input.counter);
   return t;

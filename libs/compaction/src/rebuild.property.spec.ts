@@ -237,7 +237,7 @@ describe('the rebuild policy over random growing sessions', () => {
       }),
       PROPERTY_RUNS,
     );
-  }, 60_000);
+  });
 
   it('carries every pin, shedding one only when every other measure is spent and the pins are the excess', () => {
     fc.assert(
@@ -265,7 +265,7 @@ describe('the rebuild policy over random growing sessions', () => {
       }),
       PROPERTY_RUNS,
     );
-  }, 60_000);
+  });
 
   it('carries every standing instruction of the evicted messages (newest first within the cap) unless shed, before any pin', () => {
     const reached = { carried: 0, capped: 0, shed: 0 };
@@ -303,7 +303,7 @@ describe('the rebuild policy over random growing sessions', () => {
     expect(reached.carried).toBeGreaterThan(0);
     expect(reached.capped).toBeGreaterThan(0);
     expect(reached.shed).toBeGreaterThan(0);
-  }, 60_000);
+  });
 
   it('takes a deeper cut before any spill, and spills older pastes before newer ones', () => {
     fc.assert(
@@ -324,7 +324,7 @@ describe('the rebuild policy over random growing sessions', () => {
       }),
       PROPERTY_RUNS,
     );
-  }, 60_000);
+  });
 
   it('adds a bounded block whatever the session length, identical on every turn that reuses its cut', () => {
     fc.assert(
@@ -356,5 +356,5 @@ describe('the rebuild policy over random growing sessions', () => {
       }),
       PROPERTY_RUNS,
     );
-  }, 60_000);
+  });
 });

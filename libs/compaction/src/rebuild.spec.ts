@@ -52,6 +52,20 @@ describe('planRebuild: the order of measures after the cut', () => {
     expect(plan.tokens).toBe(100 + OH + 300 + OH + blockTokens(block(pins), counter));
   });
 
+  it('cuts the newest message to the ceiling where the fixed part leaves it no room under the budget', () => {
+    // The client's own part (2,000) is over the budget (1,500): under the budget alone the newest paste stays whole
+    // and the request is over the window; with the ceiling (3,000) it is cut to what fits there (issue 30 item 11).
+    const messages = [m('system', 2000), m('user', 4000)];
+    const whole = planRebuild(input(messages, 1500));
+    expect(whole.spills).toEqual([]);
+    const plan = planRebuild(input(messages, 1500, { ceiling: 3000 }));
+    const room = 3000 - (2000 + OH) - OH;
+    expect(plan.spills).toEqual([{ index: 1, roomTokens: room, newest: true }]);
+    expect(plan.tokens).toBe(3000);
+    // A ceiling at or under the budget changes nothing.
+    expect(planRebuild(input(messages, 1500, { ceiling: 1500 })).spills).toEqual([]);
+  });
+
   it('cuts an older paste to a preview before it touches the newest message', () => {
     const messages = [m('system', 100), m('user', 3000), m('assistant', 50), m('user', 3000)];
     const whole = 100 + 3000 + 50 + 3000 + 4 * OH;

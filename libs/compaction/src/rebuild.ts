@@ -3,7 +3,7 @@ import { spillReserveChars } from './spill';
 import type { Counter, NeutralMessage } from './types';
 
 /** Characters the summary block costs beyond its text: the separator where it joins the client's system prompt. */
-export const BLOCK_OVERHEAD_CHARS = 16;
+const BLOCK_OVERHEAD_CHARS = 16;
 /**
  * What an older paste is cut to when the request must shrink: a head and a tail of about this many tokens in all,
  * plus the pointer. Fixed rather than "just enough", so the same paste is cut the same way on every later turn and
@@ -20,6 +20,13 @@ export interface RebuildInput {
   counter: Counter;
   /** Input budget in tokens. */
   budget: number;
+  /**
+   * The most the request may take when the budget cannot be met because the client's own part (instructions,
+   * tools) leaves the newest message no room under it: the window less the least room an answer needs
+   * (answerCeiling). The newest message is then cut to fit this instead of being forwarded whole over the window
+   * (issue 30 item 11). Absent: the budget is the only limit.
+   */
+  ceiling?: number;
   /** Messages before this index (system messages excepted) are evicted; 0 evicts nothing and places no block. */
   cut: number;
   /** Renders the summary block carrying `pins` and `ledger`. Required when `cut` > 0. */
@@ -32,7 +39,7 @@ export interface RebuildInput {
   pinsBy?: readonly (readonly string[])[];
 }
 
-export interface SpillOrder {
+interface SpillOrder {
   index: number;
   /** Tokens the cut text (head, pointer, carried pins, tail) may take. */
   roomTokens: number;
@@ -106,17 +113,23 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
     body -= t - (room + overhead);
   }
   const m = newest === undefined ? undefined : messages[newest];
-  if (newest !== undefined && m?.spillable && total() > budget) {
+  // Against the budget first; only where the fixed part leaves the newest message no useful room under the budget,
+  // against the ceiling, so that what is forwarded still fits the window with room to answer.
+  for (const limit of input.ceiling !== undefined && input.ceiling > budget
+    ? [budget, input.ceiling]
+    : [budget]) {
+    if (newest === undefined || !m?.spillable || total() <= limit) break;
     const t = messageTokens(m, counter);
     const least = MIN_SPILL_ROOM_TOKENS + reserve(newest);
     // Worth cutting only if the room would reach the least useful once every pin is shed; the pins then go last,
-    // and only as far as the budget needs. Where the fixed part alone nearly fills the budget, it stays whole.
+    // and only as far as the budget needs. Where the fixed part alone nearly fills the limit, it stays whole.
     const bareBlock = block === undefined ? 0 : blockTokens(input.renderBlock?.([], []), counter);
-    const roomBare = budget - (total() - blockTokens(block, counter) + bareBlock - t) - overhead;
-    const room = Math.max(budget - (total() - t) - overhead, least);
+    const roomBare = limit - (total() - blockTokens(block, counter) + bareBlock - t) - overhead;
+    const room = Math.max(limit - (total() - t) - overhead, least);
     if (roomBare >= least && t > room + overhead) {
       spills.push({ index: newest, roomTokens: room, newest: true });
       body -= t - (room + overhead);
+      break;
     }
   }
   // The ledger, then the pins, go last, and only when they are what stands between the request and the budget:

@@ -13,6 +13,4 @@ export const RECALL_TOOLS = {
   getContextStatus: 'get_context_status',
 } as const;
 
-export type RecallToolName = (typeof RECALL_TOOLS)[keyof typeof RECALL_TOOLS];
-
 export const RECALL_TOOL_NAMES: ReadonlySet<string> = new Set<string>(Object.values(RECALL_TOOLS));

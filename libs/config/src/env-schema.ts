@@ -37,7 +37,7 @@ const optionalText = z
 export const DEFAULT_PORT = 8786;
 
 /** The log levels GUARDIAN_LOG_LEVEL takes (pino's). */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** The sidecar's environment: every variable, its validation and its default. */
@@ -53,9 +53,11 @@ export const envSchema = z.object({
   GUARDIAN_CHARS_PER_TOKEN: z.coerce.number().gt(0).default(3.5),
   GUARDIAN_COUNT_TOOLS: flag('1'),
   GUARDIAN_CALIBRATE: flag('1'),
-  GUARDIAN_TOKENIZE_TIMEOUT_MS: int(300),
+  GUARDIAN_TOKENIZE_TIMEOUT_MS: int(5000),
   GUARDIAN_UPSTREAM_TIMEOUT: z.coerce.number().positive().default(600),
   GUARDIAN_UPSTREAM_CONNECT_TIMEOUT: z.coerce.number().positive().default(10),
+  GUARDIAN_SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).default(5),
+  GUARDIAN_SHUTDOWN_GRACE_SECONDS: z.coerce.number().positive().default(25),
   GUARDIAN_MAX_BODY_BYTES: int(67108864, 1024),
   GUARDIAN_DATA_DIR: optionalText,
   GUARDIAN_SPAN_DIR: optionalText,

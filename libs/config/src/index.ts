@@ -1,3 +1,2 @@
-export { DEFAULT_PORT, LOG_LEVELS, envSchema } from './env-schema';
-export type { GuardianEnv, LogLevel } from './env-schema';
+export { DEFAULT_PORT, envSchema, type GuardianEnv, type LogLevel } from './env-schema';
 export { parseToolEnv } from './tool-env';

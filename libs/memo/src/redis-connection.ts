@@ -214,7 +214,7 @@ export class RedisConnection {
 const TIMEOUTS_FOR_OUTAGE = 3;
 
 /** host:port (and tls) of a Redis URL, without credentials, for logs and messages. */
-export function describeTarget(url: string): string {
+function describeTarget(url: string): string {
   try {
     const parsed = new URL(url);
     const port = parsed.port === '' ? '6379' : parsed.port;

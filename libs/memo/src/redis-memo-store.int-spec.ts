@@ -37,7 +37,8 @@ function usage(session: string, at: string): UsageRecord {
 }
 
 async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 200; i += 1) {
+  // Waits for a state that must come; the 5-minute bound only ends a hang (the verdict must not depend on speed).
+  for (const giveUp = Date.now() + 300_000; Date.now() < giveUp;) {
     if (await check()) return;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }

@@ -14,7 +14,7 @@ export interface PromptText {
 }
 
 /** Images and documents cost a flat amount: the stub never decodes them (vLLM and OpenAI also bill per tile). */
-export const FLAT_ATTACHMENT_TOKENS = 85;
+const FLAT_ATTACHMENT_TOKENS = 85;
 
 type Obj = Record<string, unknown>;
 

@@ -18,7 +18,9 @@ const chat = (content: string, extra: Record<string, unknown> = {}) => ({
 });
 
 async function waitFor(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  // Waits for a state that must come; the 5-minute bound only ends a hang (the verdict must not depend on speed).
+  for (const giveUp = Date.now() + 300_000; !cond() && Date.now() < giveUp;)
+    await new Promise((r) => setTimeout(r, 10));
   expect(cond()).toBe(true);
 }
 
@@ -173,6 +175,30 @@ describe('stub controls', () => {
     expect(anthropic.content[0].text).toMatch(
       /^Summary of the earlier conversation: [^]*\n## Must Keep\n- \(none\)$/,
     );
+  });
+
+  it('holdSummaries holds summary requests, not the client requests, until release()', async () => {
+    const hold = stub.holdSummaries();
+    const summary = {
+      model: 'm',
+      messages: [
+        { role: 'system', content: `${SUMMARY_MARKER}: condense the transcript.` },
+        { role: 'user', content: 'we chose FACT-DB-postgres' },
+      ],
+    };
+    let answered = false;
+    const held = post(`${stub.baseUrl}/chat/completions`, summary).then((res) => {
+      answered = true;
+      return res;
+    });
+    await hold.arrived;
+    // A client request flows while the summary waits.
+    expect((await post(`${stub.baseUrl}/chat/completions`, chat('hello'))).status).toBe(200);
+    expect(answered).toBe(false);
+    hold.release();
+    expect((await held).status).toBe(200);
+    // Released for good: the next summary is not held.
+    expect((await post(`${stub.baseUrl}/chat/completions`, summary)).status).toBe(200);
   });
 
   it('still rejects a summary request over the window', async () => {

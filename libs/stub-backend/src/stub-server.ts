@@ -40,6 +40,8 @@ class StubServer implements StubBackend {
   private overflows: StubFlavor[] = [];
   private pendingHolds: Hold[] = [];
   private readonly activeHolds = new Set<Hold>();
+  /** Set by holdSummaries(): summariser calls wait on it until released. */
+  private summaryHold: Hold | undefined;
 
   constructor(private readonly options: ResolvedOptions) {
     this.server = createServer({ noDelay: true, keepAlive: true }, (req, res) => this.receive(req, res));
@@ -69,6 +71,20 @@ class StubServer implements StubBackend {
     const { hold, firstEventSent } = newHold();
     this.pendingHolds.push(hold);
     return { release: () => hold.release(), firstEventSent };
+  }
+
+  holdSummaries(): { release(): void; arrived: Promise<void> } {
+    const { hold, firstEventSent } = newHold();
+    this.summaryHold?.release();
+    this.summaryHold = hold;
+    this.activeHolds.add(hold);
+    return {
+      release: () => {
+        if (this.summaryHold === hold) this.summaryHold = undefined;
+        hold.release();
+      },
+      arrived: firstEventSent,
+    };
   }
 
   failNext(status: number, body: unknown): void {
@@ -114,6 +130,7 @@ class StubServer implements StubBackend {
     for (const hold of [...this.pendingHolds, ...this.activeHolds]) hold.release();
     this.pendingHolds = [];
     this.activeHolds.clear();
+    this.summaryHold = undefined;
   }
 
   private receive(req: IncomingMessage, res: ServerResponse): void {
@@ -151,19 +168,34 @@ class StubServer implements StubBackend {
 
   private async answer(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
     const record = this.record(req, body);
+    const gone = new AbortController();
     res.on('close', () => {
-      if (!res.writableFinished) record.aborted = true;
+      if (res.writableFinished) return;
+      record.aborted = true;
+      gone.abort();
     });
+    // A caller that hangs up ends the wait, so a delay can stand for a hung backend (minutes long) without its timer
+    // holding the test process after the caller has gone. Resolves false when the caller went.
+    const wait = (ms: number): Promise<boolean> =>
+      delay(ms, undefined, { signal: gone.signal }).then(
+        () => true,
+        () => false,
+      );
     const pathname = record.path.split('?')[0] ?? '/';
     const { options } = this;
-    if (options.latencyMs > 0) await delay(options.latencyMs);
+    if (options.latencyMs > 0 && !(await wait(options.latencyMs))) return;
 
     const generation = record.method === 'POST' ? GENERATION[pathname] : undefined;
     if (generation) {
       record.route = generation;
       const answer = answerGeneration(generation, record, this.generationContext());
       // A slow (or, with a delay past the caller's patience, hung) summariser: the client's own requests are not held.
-      if (record.isSummary && options.summaryDelayMs > 0) await delay(options.summaryDelayMs);
+      if (record.isSummary && options.summaryDelayMs > 0 && !(await wait(options.summaryDelayMs))) return;
+      const held = record.isSummary ? this.summaryHold : undefined;
+      if (held) {
+        held.markSent();
+        await held.released;
+      }
       if (answer.kind === 'json') return this.sendJson(res, record, answer);
       return this.sendEvents(res, record, answer.events);
     }
@@ -173,7 +205,7 @@ class StubServer implements StubBackend {
     }
     if (record.method === 'POST' && pathname === '/tokenize' && options.tokenize) {
       record.route = 'tokenize';
-      if (options.tokenizeDelayMs > 0) await delay(options.tokenizeDelayMs);
+      if (options.tokenizeDelayMs > 0 && !(await wait(options.tokenizeDelayMs))) return;
       return this.sendJson(res, record, answerTokenize(record, options));
     }
     if (

@@ -94,6 +94,11 @@ export interface StubBackend {
   countPrompt(json: unknown, route: GenerationRoute): number;
   /** Barrier: the next streamed answer sends its first SSE event, then waits for `release()`. */
   holdNextStream(): { release(): void; firstEventSent: Promise<void> };
+  /**
+   * Barrier: summariser calls wait until `release()` (or reset/close); `arrived` resolves when the first one came.
+   * For a test that needs a summary under way at a known moment, which a delay cannot promise on a busy machine.
+   */
+  holdSummaries(): { release(): void; arrived: Promise<void> };
   /** The next generation request (chat, messages, responses) is answered with this status and JSON body. */
   failNext(status: number, body: unknown): void;
   /** The next generation request is rejected as too long with that flavor's real body, even when it fits. */

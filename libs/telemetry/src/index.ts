@@ -1,38 +1,15 @@
+export { createLogger, logOnce } from './logger';
 export {
-  ARCHIVE_FAILURE_REASONS,
-  COMPACTION_REASONS,
   FAIL_OPEN_STAGES,
   GUARDIAN_METRIC_NAMES,
   GuardianMetrics,
   MEMO_OPS,
-  MEMO_RESULTS,
-  MEMO_STORES,
-  PRECOMPACT_OUTCOMES,
-  RECOVERY_OUTCOMES,
-  REQUEST_OUTCOMES,
-  ROUTES,
-  SESSION_HEADER_IGNORED_REASONS,
-  SUMMARISER_OUTCOMES,
-  USAGE_SIDE_KINDS,
-  TOKEN_RELOAD_OUTCOMES,
-  ACCESS_REFUSAL_REASONS,
+  RECALL_TOOL_LABELS,
+  type AccessRefusalReason,
+  type FailOpenStage,
+  type PrecompactOutcome,
+  type RequestOutcome,
+  type Route,
 } from './metrics';
-export type {
-  ArchiveFailureReason,
-  PrecompactOutcome,
-  CompactionReason,
-  FailOpenStage,
-  GuardianMetricsOptions,
-  MemoOp,
-  MemoStoreKind,
-  RequestOutcome,
-  Route,
-  SummariserOutcome,
-  TokenReloadOutcome,
-  AccessRefusalReason,
-} from './metrics';
-export { genAiAttributes, startOtelSdk, tracer, withOpenSpan, withSpan } from './tracing';
-export type { GenAiFacts, OtelEnv, OtelHandle, SpanAttributeValues } from './tracing';
-export { REDACT_PATHS, createLogger, logOnce } from './logger';
-export type { LoggerOptions } from './logger';
 export { packageVersion } from './package-version';
+export { genAiAttributes, startOtelSdk, withOpenSpan, withSpan } from './tracing';

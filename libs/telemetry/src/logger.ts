@@ -18,7 +18,7 @@ const SECRET_KEYS = [
 const MAX_DEPTH = 4;
 
 /** The redact paths createLogger uses, exported so a test can show what they cover. */
-export const REDACT_PATHS: readonly string[] = Object.freeze(
+const REDACT_PATHS: readonly string[] = Object.freeze(
   Array.from({ length: MAX_DEPTH + 1 }, (_, depth) => '*.'.repeat(depth)).flatMap((prefix) =>
     SECRET_KEYS.map((key) => `${prefix.replace(/\.$/, '')}["${key}"]`),
   ),

@@ -17,10 +17,12 @@ import {
   USAGE_SIDE_KINDS,
   TOKEN_RELOAD_OUTCOMES,
   ACCESS_REFUSAL_REASONS,
+  COMPACTING_ROUTES,
+  RECALL_TOOL_LABELS,
 } from './metrics';
 
-// Label names a metric may carry, each with the closed set of values it may take. `tool` and `version`
-// are bounded by the code (the MCP tool list, the build), not by a list here.
+// Label names a metric may carry, each with the closed set of values it may take. `version` is bounded by
+// the code (the build), not by a list here.
 const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   route: ROUTES,
   outcome: [
@@ -42,9 +44,61 @@ const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   result: MEMO_RESULTS,
   op: MEMO_OPS,
   le: 'code-bounded',
-  tool: 'code-bounded',
+  tool: RECALL_TOOL_LABELS,
   version: 'code-bounded',
 };
+
+// Every labelled metric and the closed set each of its labels takes on a fresh registry: the series a
+// dashboard's increase() needs before the first event (issue 30 item 3). Written out here, not read from
+// metrics.ts, so that a metric added without its boot-time series fails this test.
+const BOOT_SERIES: Record<string, Record<string, readonly string[]>> = {
+  guardian_requests_total: { route: ROUTES, outcome: REQUEST_OUTCOMES },
+  guardian_compactions_total: { route: COMPACTING_ROUTES, reason: COMPACTION_REASONS },
+  guardian_fail_open_total: { stage: FAIL_OPEN_STAGES },
+  guardian_compaction_input_tokens_sum: { route: COMPACTING_ROUTES },
+  guardian_compaction_output_tokens_sum: { route: COMPACTING_ROUTES },
+  guardian_summariser_duration_seconds_count: { outcome: SUMMARISER_OUTCOMES },
+  guardian_overhead_duration_seconds_count: { route: COMPACTING_ROUTES },
+  guardian_upstream_duration_seconds_count: { route: COMPACTING_ROUTES },
+  guardian_upstream_ttfb_seconds_count: { route: COMPACTING_ROUTES },
+  guardian_memo_lookups_total: { store: MEMO_STORES, result: MEMO_RESULTS },
+  guardian_memo_errors_total: { op: MEMO_OPS },
+  guardian_archive_write_failures_total: { reason: ARCHIVE_FAILURE_REASONS },
+  guardian_oversized_spills_total: { route: COMPACTING_ROUTES },
+  guardian_overflow_recoveries_total: { route: COMPACTING_ROUTES, outcome: RECOVERY_OUTCOMES },
+  guardian_session_header_ignored_total: { reason: SESSION_HEADER_IGNORED_REASONS },
+  guardian_usage_side_requests_total: { kind: USAGE_SIDE_KINDS },
+  guardian_recall_tool_calls_total: { tool: RECALL_TOOL_LABELS },
+  guardian_precompact_total: { outcome: PRECOMPACT_OUTCOMES },
+  guardian_tokens_reloads_total: { outcome: TOKEN_RELOAD_OUTCOMES },
+  guardian_access_refusals_total: { reason: ACCESS_REFUSAL_REASONS },
+};
+
+/** Every combination of the label values, as `a="x",b="y"` in the order given. */
+function combinations(labels: Record<string, readonly string[]>): string[] {
+  return Object.entries(labels).reduce<string[]>(
+    (acc, [name, values]) =>
+      acc.flatMap((prefix) => values.map((v) => (prefix ? `${prefix},` : '') + `${name}="${v}"`)),
+    [''],
+  );
+}
+
+/** The label sets of `series` in the exposition text, each sorted into `a="x",b="y"` by label name. */
+function seriesIn(text: string, series: string): Set<string> {
+  const found = new Set<string>();
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_:0-9]+)\{([^}]*)\} /.exec(line);
+    if (m?.[1] !== series) continue;
+    found.add(
+      (m[2] ?? '')
+        .split(',')
+        .filter((pair) => !pair.startsWith('le='))
+        .sort()
+        .join(','),
+    );
+  }
+  return found;
+}
 
 async function json(metrics: GuardianMetrics) {
   return metrics.registry.getMetricsAsJSON();
@@ -93,6 +147,22 @@ describe('GuardianMetrics', () => {
     expect(text).toContain('guardian_memo_lookups_total{store="redis",result="hit"} 0');
     expect(text).toContain('guardian_compactions_total{route="messages",reason="overflow"} 0');
     expect(text).toContain('guardian_summariser_duration_seconds_count{outcome="short"} 0');
+  });
+
+  it('shows every bounded label combination of every labelled metric at 0 on a fresh registry, and no other', async () => {
+    const text = await new GuardianMetrics().registry.metrics();
+    for (const [series, labels] of Object.entries(BOOT_SERIES)) {
+      const want = combinations(labels).map((c) => c.split(',').sort().join(','));
+      expect({ series, found: [...seriesIn(text, series)].sort() }).toEqual({ series, found: want.sort() });
+      for (const c of combinations(labels)) expect(text).toContain(`${series}{${c}} 0\n`);
+    }
+    // Every labelled metric is in the table above, except build_info, whose one `version` is the running build.
+    const labelled = (await json(new GuardianMetrics()))
+      .filter((m) => m.values.some((v) => Object.keys(v.labels).some((l) => l !== 'le')))
+      .map((m) => m.name);
+    const covered = Object.keys(BOOT_SERIES).map((s) => s.replace(/_(sum|count)$/, ''));
+    expect(labelled.filter((name) => !covered.includes(name))).toEqual(['guardian_build_info']);
+    expect(seriesIn(text, 'guardian_build_info')).toEqual(new Set(['version="unknown"']));
   });
 
   it('reports the build version, a sound seal and what was observed', async () => {

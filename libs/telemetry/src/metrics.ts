@@ -6,6 +6,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric
 
 /** Routes a request can take; `guardian` is the sidecar's own endpoints. */
 export const ROUTES = ['chat', 'messages', 'responses', 'other', 'guardian'] as const;
+/** The routes guardian reads and may compact; only these reach the compaction and upstream-timing metrics. */
+export const COMPACTING_ROUTES = ['chat', 'messages', 'responses'] as const;
 /** How a request ended, from the client's point of view. */
 export const REQUEST_OUTCOMES = [
   'passthrough',
@@ -52,19 +54,26 @@ export const SESSION_HEADER_IGNORED_REASONS = ['empty', 'repeated', 'too_long'] 
 export const USAGE_SIDE_KINDS = ['probe', 'helper'] as const;
 /** How a reload of GUARDIAN_TOKENS_FILE ended; on `invalid` and `unreadable` the last good tokens stay in use. */
 export const TOKEN_RELOAD_OUTCOMES = ['loaded', 'invalid', 'unreadable'] as const;
+/**
+ * The recall MCP server's tool names, as `guardian_recall_tool_calls_total` counts them. The list itself lives in
+ * `@guardian/compaction` (RECALL_TOOLS), which this lib may not import; test/observability checks the two agree.
+ */
+export const RECALL_TOOL_LABELS = [
+  'search_spans',
+  'read_span',
+  'list_spans',
+  'list_digests',
+  'get_seal_status',
+  'get_proxy_status',
+  'get_context_status',
+] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
-export type CompactionReason = (typeof COMPACTION_REASONS)[number];
 export type FailOpenStage = (typeof FAIL_OPEN_STAGES)[number];
-export type SummariserOutcome = (typeof SUMMARISER_OUTCOMES)[number];
-export type MemoStoreKind = (typeof MEMO_STORES)[number];
-export type MemoOp = (typeof MEMO_OPS)[number];
-export type ArchiveFailureReason = (typeof ARCHIVE_FAILURE_REASONS)[number];
 export type PrecompactOutcome = (typeof PRECOMPACT_OUTCOMES)[number];
-export type TokenReloadOutcome = (typeof TOKEN_RELOAD_OUTCOMES)[number];
 export type AccessRefusalReason = (typeof ACCESS_REFUSAL_REASONS)[number];
 
 const NAMES = {
@@ -324,17 +333,27 @@ export class GuardianMetrics {
     );
   }
 
-  // Series with a small, known label set are created at 0 so `/metrics` shows them before the first event
-  // and `rate()` sees the first increment (Prometheus docs, "Avoid missing metrics").
+  // Every series whose labels come from a closed set is created at 0, so `/metrics` shows it before the first
+  // event and `increase()`/`rate()` see the first one: a series born at its first value has no earlier sample to
+  // compare, and the dashboard's "Tokens kept out" read 0 on a fresh pod (issue 30 item 3; Prometheus docs,
+  // "Avoid missing metrics"). Only `version` on guardian_build_info is left out: it has one value, set above.
   private preInitialise(): void {
     for (const stage of FAIL_OPEN_STAGES) this.failOpen.inc({ stage }, 0);
     for (const route of ROUTES) {
       for (const outcome of REQUEST_OUTCOMES) this.requests.inc({ route, outcome }, 0);
     }
-    for (const route of ['chat', 'messages', 'responses'] as const) {
+    for (const route of COMPACTING_ROUTES) {
       for (const reason of COMPACTION_REASONS) this.compactions.inc({ route, reason }, 0);
       this.oversizedSpills.inc({ route }, 0);
       for (const outcome of RECOVERY_OUTCOMES) this.overflowRecoveries.inc({ route, outcome }, 0);
+      for (const histogram of [
+        this.tokensBefore,
+        this.tokensAfter,
+        this.overhead,
+        this.upstreamDuration,
+        this.upstreamTtfb,
+      ])
+        histogram.zero({ route });
     }
     for (const store of MEMO_STORES) {
       for (const result of MEMO_RESULTS) this.memoLookups.inc({ store, result }, 0);
@@ -345,6 +364,7 @@ export class GuardianMetrics {
     for (const outcome of PRECOMPACT_OUTCOMES) this.precompact.inc({ outcome }, 0);
     for (const reason of SESSION_HEADER_IGNORED_REASONS) this.sessionHeaderIgnored.inc({ reason }, 0);
     for (const kind of USAGE_SIDE_KINDS) this.usageSideRequests.inc({ kind }, 0);
+    for (const tool of RECALL_TOOL_LABELS) this.recallToolCalls.inc({ tool }, 0);
     for (const outcome of TOKEN_RELOAD_OUTCOMES) this.tokensReloads.inc({ outcome }, 0);
     for (const reason of ACCESS_REFUSAL_REASONS) this.accessRefusals.inc({ reason }, 0);
   }

@@ -10,7 +10,7 @@ const TRACER_NAME = 'context-guardian';
 export type SpanAttributeValues = Record<string, string | number | boolean | undefined>;
 
 /** The tracer every guardian span comes from. */
-export function tracer(): Tracer {
+function tracer(): Tracer {
   return trace.getTracer(TRACER_NAME);
 }
 

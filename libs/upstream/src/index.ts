@@ -1,7 +1,7 @@
-export * from './headers';
-export * from './overflow';
-export * from './tokenize';
-export * from './upstream-client';
-export * from './upstream-error';
-export * from './upstream-path';
-export * from './window-detect';
+export { requestHeadersForUpstream, responseHeadersForClient, type HeaderMap } from './headers';
+export { parseOverflow } from './overflow';
+export { tokenizeCount } from './tokenize';
+export { UpstreamClient, peekBody, type UpstreamResponse } from './upstream-client';
+export { UpstreamError } from './upstream-error';
+export { upstreamTarget } from './upstream-path';
+export { detectWindow } from './window-detect';

@@ -26,9 +26,12 @@ describe('tokenizeCount against a real stub', () => {
       },
     },
   ];
+  // Where the count must come, the timeout is a hang guard far past any busy machine; the give-up case below sets its
+  // own, shorter than the stub's delay (one process, so the timers fire in that order however slow the machine).
+  const ANSWERS_MS = 60_000;
   const start = async (flavor: 'vllm' | 'llamacpp', tokenizeDelayMs = 0, tokenizeTools = true) => {
     stub = await startStub({ flavor, tokenizeDelayMs, tokenizeTools });
-    client = new UpstreamClient({ origin: stub.url, timeoutSeconds: 5, connectTimeoutSeconds: 1 });
+    client = new UpstreamClient({ origin: stub.url, timeoutSeconds: 120, connectTimeoutSeconds: 60 });
   };
 
   it('vLLM: the chat-templated {count} of /tokenize with messages', async () => {
@@ -38,7 +41,7 @@ describe('tokenizeCount against a real stub', () => {
       messages,
       flatText,
       headers: {},
-      timeoutMs: 1000,
+      timeoutMs: ANSWERS_MS,
     });
     expect(n).toEqual({ tokens: stub.countPrompt({ messages }, 'chat'), toolsEstimated: false });
   });
@@ -53,7 +56,7 @@ describe('tokenizeCount against a real stub', () => {
       tools,
       toolTokens: 999,
       headers: {},
-      timeoutMs: 1000,
+      timeoutMs: ANSWERS_MS,
     });
     expect(n).toEqual({ tokens: stub.countPrompt({ messages, tools }, 'chat'), toolsEstimated: false });
     expect(n!.tokens).toBeGreaterThan(stub.countPrompt({ messages }, 'chat'));
@@ -68,7 +71,7 @@ describe('tokenizeCount against a real stub', () => {
       tools,
       toolTokens: 57,
       headers: {},
-      timeoutMs: 1000,
+      timeoutMs: ANSWERS_MS,
     });
     expect(n).toEqual({ tokens: stub.countPrompt({ messages }, 'chat') + 57, toolsEstimated: true });
     expect(stub.requests.map((r) => r.status)).toEqual([400, 200]);
@@ -81,7 +84,7 @@ describe('tokenizeCount against a real stub', () => {
       messages,
       flatText,
       headers: {},
-      timeoutMs: 1000,
+      timeoutMs: ANSWERS_MS,
     });
     const flat = stub.countTokens(flatText);
     expect(n!.tokens).toBeGreaterThan(flat);
@@ -91,7 +94,7 @@ describe('tokenizeCount against a real stub', () => {
 
   it('llama.cpp: the tools go into /apply-template and so into the count', async () => {
     await start('llamacpp');
-    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: 1000 };
+    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: ANSWERS_MS };
     const without = await tokenizeCount(client, opts);
     const withTools = await tokenizeCount(client, { ...opts, tools, toolTokens: 1 });
     expect(withTools!.toolsEstimated).toBe(false);
@@ -102,7 +105,7 @@ describe('tokenizeCount against a real stub', () => {
 
   it('vLLM: once it answered {count}, later counts send only what it reads (no flat text), and count the same', async () => {
     await start('vllm');
-    const opts = { model: 'stub-model', messages, headers: {}, timeoutMs: 1000 };
+    const opts = { model: 'stub-model', messages, headers: {}, timeoutMs: ANSWERS_MS };
     let built = 0;
     const lazyText = () => (built++, flatText);
     const first = await tokenizeCount(client, { ...opts, flatText: lazyText });
@@ -121,7 +124,7 @@ describe('tokenizeCount against a real stub', () => {
 
   it('vLLM that turns out to refuse `tools` after counts without them: counts the messages, estimates the tools', async () => {
     await start('vllm', 0, false);
-    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: 1000 };
+    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: ANSWERS_MS };
     await tokenizeCount(client, opts);
     const withTools = { ...opts, tools, toolTokens: 57 };
     const expected = { tokens: stub.countPrompt({ messages }, 'chat') + 57, toolsEstimated: true };
@@ -133,7 +136,7 @@ describe('tokenizeCount against a real stub', () => {
 
   it('llama.cpp: once the template route worked, later counts skip the flat /tokenize', async () => {
     await start('llamacpp');
-    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: 1000 };
+    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: ANSWERS_MS };
     const first = await tokenizeCount(client, opts);
     const second = await tokenizeCount(client, opts);
     expect(second).toEqual(first);
@@ -149,7 +152,7 @@ describe('tokenizeCount against a real stub', () => {
   it('keeps what it learned for a model still counted while 256 newer models are learned', async () => {
     await start('vllm');
     const count = (model: string) =>
-      tokenizeCount(client, { model, messages, flatText, headers: {}, timeoutMs: 1000 });
+      tokenizeCount(client, { model, messages, flatText, headers: {}, timeoutMs: ANSWERS_MS });
     const lastSent = () =>
       Object.keys(stub.requests.at(-1)!.json as object)
         .sort()
@@ -167,7 +170,7 @@ describe('tokenizeCount against a real stub', () => {
 
   it('asks with both shapes again after an answer of the other shape (the upstream was replaced)', async () => {
     await start('vllm');
-    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: 1000 };
+    const opts = { model: 'stub-model', messages, flatText, headers: {}, timeoutMs: ANSWERS_MS };
     await tokenizeCount(client, opts);
     const vllmOrigin = stub.url;
     await stub.close();

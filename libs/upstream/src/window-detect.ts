@@ -1,7 +1,7 @@
 import type { HeaderMap } from './headers';
 import type { UpstreamClient } from './upstream-client';
 
-export type WindowBackend = 'vllm' | 'llamacpp' | 'ollama' | 'lmstudio' | 'litellm';
+type WindowBackend = 'vllm' | 'llamacpp' | 'ollama' | 'lmstudio' | 'litellm';
 export interface DetectedWindow {
   window: number;
   backend: WindowBackend;

@@ -177,6 +177,50 @@ check_sidecar() {
     grep -q 'violate PodSecurity "restricted' <<<"$out"
 }
 
+# Issue 30 item 2: every key the chart gained for platform teams, installed for real. The standalone set under
+# "restricted" (its init and extra containers included: a refused pod would never become ready), the sidecar set
+# with the model cache on a claim and a RuntimeClass; the optional APIs served by stand-in CRDs.
+check_extensions() {
+  section "kubernetes: the pod extensions and optional objects, installed"
+  local cmdlog="$CG_LOGS/kube-extensions.log" out kind
+  {
+    kubectl apply -f "$CG_ROOT/test/deploy/live/servicemonitor-crd.yaml" -f "$CG_ROOT/test/deploy/live/extension-crds.yaml" &&
+      kubectl wait --for condition=established --timeout 30s crd/servicemonitors.monitoring.coreos.com \
+        crd/prometheusrules.monitoring.coreos.com crd/httproutes.gateway.networking.k8s.io &&
+      kubectl create namespace llm-ext &&
+      kubectl label namespace llm-ext pod-security.kubernetes.io/enforce=restricted &&
+      helm install ext ./helm/context-guardian -n llm-ext -f test/deploy/values/standalone-extensions.yaml --wait --timeout 120s
+  } >"$cmdlog" 2>&1 || { tail -20 "$cmdlog" >&2; fail "extensions: helm install failed"; return; }
+  ok "extensions: helm install --wait of standalone-extensions.yaml in namespace llm-ext (enforce=restricted)"
+  check "extensions: the pod (init container, guardian, extra container) is ready" deploy_ready llm-ext ext-context-guardian
+  out="$(kubectl -n llm-ext get deploy ext-context-guardian -o jsonpath='{.spec.template.spec.initContainers[*].name} / {.spec.template.spec.containers[*].name}')"
+  check "extensions: containers $out" test "$out" = "wait-for-upstream / guardian log-shipper"
+  for kind in ingress httproute prometheusrule servicemonitor; do
+    check "extensions: the $kind exists" kubectl -n llm-ext get "$kind" ext-context-guardian
+  done
+  out="$(kubectl -n llm-ext get configmap -l grafana_dashboard=1 -o name)"
+  check "extensions: the dashboard ConfigMap carries grafana_dashboard=1: $out" test "$out" = configmap/ext-context-guardian-dashboard
+  check "extensions: both extraObjects exist (a map and a tpl string)" \
+    kubectl -n llm-ext get configmap guardian-extra-env ext-notes
+
+  {
+    kubectl create namespace llm-gpu-ext &&
+      kubectl label namespace llm-gpu-ext pod-security.kubernetes.io/enforce=baseline &&
+      kubectl apply -f - <<<'{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"nvidia"},"handler":"nvidia"}' &&
+      helm install gpu-ext ./helm/context-guardian -n llm-gpu-ext -f test/deploy/values/sidecar-extensions.yaml --wait --timeout 120s
+  } >>"$cmdlog" 2>&1 || { tail -20 "$cmdlog" >&2; fail "extensions: sidecar helm install failed"; return; }
+  ok "extensions: helm install --wait of sidecar-extensions.yaml in namespace llm-gpu-ext (enforce=baseline)"
+  check "extensions: the sidecar pod is ready" deploy_ready llm-gpu-ext gpu-ext-context-guardian
+  out="$(kubectl -n llm-gpu-ext get pvc gpu-ext-context-guardian-model-cache -o jsonpath='{.status.phase}')"
+  check "extensions: the model cache claim is $out" test "$out" = Bound
+  out="$(kubectl -n llm-gpu-ext get pod -l app.kubernetes.io/instance=gpu-ext -o jsonpath='{.items[0].spec.runtimeClassName} {.items[0].spec.containers[0].resources.requests.cpu}')"
+  check "extensions: the pod runs under RuntimeClass and CPU request: $out" test "$out" = "nvidia 6"
+  helm uninstall gpu-ext -n llm-gpu-ext --wait >>"$cmdlog" 2>&1
+  # The claim goes once no pod holds it (its protection finalizer), so wait for that.
+  check "extensions: uninstall deletes the model cache claim and keeps the archive's" wait_until 60 bash -c \
+    '[[ "$(kubectl -n llm-gpu-ext get pvc -o name | tr "\n" " ")" == "persistentvolumeclaim/gpu-ext-context-guardian-data " ]]'
+}
+
 check_kube() {
   section "kubernetes: control plane on loopback"
   local t0 path="$PATH"; t0=$(now_ms)
@@ -186,6 +230,7 @@ check_kube() {
     check_values_server_side
     check_standalone
     check_sidecar
+    check_extensions
   fi
   CG_FIGURES+=("kubernetes section: $(secs_since "$t0") s")
   cleanup_now

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { MUST_COME_MS } from '../../support/wait';
 
 /** The built sidecar, exactly what `npm start` runs (`npm test` builds before jest). */
 export const MAIN = join(__dirname, '..', '..', '..', 'dist', 'apps', 'guardian', 'src', 'main.js');
@@ -43,7 +44,7 @@ export function startSidecarProcess(
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`sidecar did not start: ${stderr.slice(0, 2000)}`));
-    }, opts.timeoutMs ?? 20_000);
+    }, opts.timeoutMs ?? MUST_COME_MS); // a hang guard: the startup line must come, however busy the machine
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
       reject(new Error(`sidecar exited (${code ?? signal}) before listening: ${stderr.slice(0, 2000)}`));

@@ -6,7 +6,7 @@ import { startStub } from '@guardian/stub-backend';
 
 import type { Usage } from '../../../apps/cli/src/statusline/usage-client';
 import { usageLine } from '../../../apps/cli/src/statusline/usage-line';
-import { sessionHash } from '../../../apps/guardian/src/compaction/session';
+import { sessionHash } from '../../../apps/guardian/src/compaction/request/session';
 import { CLIENTS } from '../clients';
 import { DOC_SESSION } from './doc-snippets';
 import { HEADER_CASES, TOKEN, type HeaderCase } from './header-cases';

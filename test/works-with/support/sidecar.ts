@@ -3,6 +3,7 @@ import { join } from 'node:path';
 
 import { REPO_ROOT } from './paths';
 import { freePort, getJson, startProc, waitForHttp, type Proc } from './proc';
+import { MUST_COME_MS } from '../../support/wait';
 
 export const SIDECAR_MAIN = join(REPO_ROOT, 'dist', 'apps', 'guardian', 'src', 'main.js');
 
@@ -41,7 +42,7 @@ export async function startSidecar(opts: {
   const proc = startProc({ cmd: process.execPath, args: [SIDECAR_MAIN], env, logPath: opts.logPath });
   const url = `http://127.0.0.1:${port}`;
   await Promise.race([
-    waitForHttp(`${url}/readyz`, 20000),
+    waitForHttp(`${url}/readyz`, MUST_COME_MS), // a hang guard: readiness must come
     proc.exited.then((code) => {
       throw new Error(`sidecar exited (${String(code)}) before it was ready; see ${opts.logPath}`);
     }),

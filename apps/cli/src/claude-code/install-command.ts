@@ -6,15 +6,8 @@ import { z } from 'zod';
 import { EXIT, type ExitCode } from '../common/exit-codes';
 import type { HookIo } from './hook-io';
 import { lineDiff } from './line-diff';
-import {
-  DEFAULT_COMMAND,
-  hooksSnippet,
-  mcpAddCommand,
-  mergeHooks,
-  parseSettings,
-  removeHooks,
-  type Settings,
-} from './settings-hooks';
+import { toolCommand } from './hook-command';
+import { hooksSnippet, mcpAddCommand, mcpRemoveCommand, mergeHooks, removeHooks } from './settings-hooks';
 import { writeFileAtomic } from './snapshot-store';
 import { isErrno } from './fs-errors';
 
@@ -24,7 +17,8 @@ export const SettingsFlagsSchema = z.object({
 });
 export const InstallFlagsSchema = SettingsFlagsSchema.extend({
   apply: z.boolean().default(false),
-  command: z.string().min(1).default(DEFAULT_COMMAND),
+  /** How Claude Code runs the tool; by default the install this runs from (toolCommand). */
+  command: z.string().min(1).optional(),
 });
 export type SettingsFlags = z.infer<typeof SettingsFlagsSchema>;
 export type InstallFlags = z.infer<typeof InstallFlagsSchema>;
@@ -49,10 +43,6 @@ export async function readSettingsText(file: string): Promise<string | null> {
     if (isErrno(err, 'ENOENT')) return null;
     throw err;
   }
-}
-
-function pretty(settings: Settings): string {
-  return `${JSON.stringify(settings, null, 2)}\n`;
 }
 
 function stamp(date: Date): string {
@@ -84,64 +74,69 @@ async function writeSettings(file: string, text: string, existed: boolean): Prom
 async function edit(
   io: HookIo,
   file: string,
-  change: (s: Settings) => { settings: Settings; changed: string[] },
+  change: (text: string) => { text: string; changed: string[] },
   verb: string,
 ): Promise<ExitCode> {
   const text = await readSettingsText(file);
-  const before = parseSettings(text ?? '', file);
-  const { settings, changed } = change(before);
+  const { text: after, changed } = change(text ?? '');
   if (changed.length === 0) {
     io.stdout.write(
       `${file}: nothing to change (${verb === 'merged' ? 'hooks already installed' : 'no context-guardian hooks'})\n`,
     );
     return EXIT.OK;
   }
-  const after = pretty(settings);
   if (text !== null) io.stdout.write(`backup: ${await backup(file, text, io.now())}\n`);
   await writeSettings(file, after, text !== null);
-  io.stdout.write(
-    `${verb} ${changed.join(', ')} in ${file}:\n${lineDiff(text === null ? '' : pretty(before), after)}\n`,
-  );
+  io.stdout.write(`${verb} ${changed.join(', ')} in ${file}:\n${lineDiff(text ?? '', after)}\n`);
   return EXIT.OK;
 }
 
 /** `install`: prints the hooks and the MCP command; with --apply, backs up and merges (seed "Claude Code"). */
 export async function installCommand(io: HookIo, flags: InstallFlags): Promise<ExitCode> {
   const file = settingsPath(flags, io);
+  const command = flags.command ?? toolCommand('context-guardian-claude-code', io.env);
+  const mcp = mcpAddCommand(toolCommand('context-guardian-mcp', io.env));
   if (!flags.apply) {
     io.stdout.write(`Hooks for ${file} (merged in by --apply, with a backup):\n`);
-    io.stdout.write(`${JSON.stringify(hooksSnippet(flags.command), null, 2)}\n\n`);
-    io.stdout.write(`MCP server (search the archive from inside Claude Code):\n${mcpAddCommand()}\n`);
+    io.stdout.write(`${JSON.stringify(hooksSnippet(command), null, 2)}\n\n`);
+    io.stdout.write(`MCP server (search the archive from inside Claude Code):\n${mcp}\n`);
     return EXIT.OK;
   }
   const code = await edit(
     io,
     file,
-    (s) => {
-      const r = mergeHooks(s, flags.command);
-      return { settings: r.settings, changed: r.added };
+    (text) => {
+      const r = mergeHooks(text, file, command);
+      return { text: r.text, changed: r.added };
     },
     'merged',
   );
-  io.stdout.write(`\nMCP server, if not added yet:\n${mcpAddCommand()}\n`);
+  io.stdout.write(`\nMCP server, if not added yet:\n${mcp}\n`);
   return code;
 }
 
 /** `uninstall`: the exact reverse of install, with the same backup; without --apply shows what it would do. */
-export async function uninstallCommand(io: HookIo, flags: InstallFlags): Promise<ExitCode> {
+export async function uninstallCommand(
+  io: HookIo,
+  flags: SettingsFlags & { apply?: boolean },
+): Promise<ExitCode> {
   const file = settingsPath(flags, io);
-  const change = (s: Settings): { settings: Settings; changed: string[] } => {
-    const r = removeHooks(s);
-    return { settings: r.settings, changed: r.removed };
+  const change = (text: string): { text: string; changed: string[] } => {
+    const r = removeHooks(text, file);
+    return { text: r.text, changed: r.removed };
   };
-  if (flags.apply) return edit(io, file, change, 'removed');
-  const text = await readSettingsText(file);
-  const before = parseSettings(text ?? '', file);
-  const { settings, changed } = change(before);
-  if (changed.length === 0) io.stdout.write(`${file}: no context-guardian hooks\n`);
-  else
-    io.stdout.write(
-      `--apply would remove ${changed.join(', ')} from ${file}:\n${lineDiff(pretty(before), pretty(settings))}\n`,
-    );
-  return EXIT.OK;
+  const code = flags.apply
+    ? await edit(io, file, change, 'removed')
+    : await (async () => {
+        const text = (await readSettingsText(file)) ?? '';
+        const { text: after, changed } = change(text);
+        if (changed.length === 0) io.stdout.write(`${file}: no context-guardian hooks\n`);
+        else
+          io.stdout.write(
+            `--apply would remove ${changed.join(', ')} from ${file}:\n${lineDiff(text, after)}\n`,
+          );
+        return EXIT.OK;
+      })();
+  io.stdout.write(`\nMCP server, if it was added:\n${mcpRemoveCommand()}\n`);
+  return code;
 }

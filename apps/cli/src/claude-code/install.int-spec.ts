@@ -1,9 +1,15 @@
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 import { main } from './main';
 import { testIo, type TestIo } from './testing/test-io';
+
+// With no PATH, the hooks call this checkout by its absolute path (hook-command.int-spec covers the other cases).
+const BIN = join(resolve(__dirname, '..', '..', '..', '..'), 'bin');
+const quoted = (file: string): string => (/^[\w./-]+$/.test(file) ? file : `'${file}'`);
+const HOOK = `node ${quoted(join(BIN, 'context-guardian-claude-code.js'))}`;
+const MCP = `node ${quoted(join(BIN, 'context-guardian-mcp.js'))}`;
 
 /** A settings file a real user has: other hooks on the same events, a status line, permissions. */
 const EXISTING = {
@@ -51,22 +57,16 @@ describe('context-guardian-claude-code install / uninstall / status', () => {
       hooks: Record<string, unknown>;
     };
     expect(json.hooks).toEqual({
-      PreCompact: [
-        { hooks: [{ type: 'command', command: 'context-guardian-claude-code capture', timeout: 30 }] },
-      ],
-      SessionEnd: [
-        { hooks: [{ type: 'command', command: 'context-guardian-claude-code capture', timeout: 30 }] },
-      ],
+      PreCompact: [{ hooks: [{ type: 'command', command: `${HOOK} capture`, timeout: 30 }] }],
+      SessionEnd: [{ hooks: [{ type: 'command', command: `${HOOK} capture`, timeout: 30 }] }],
       SessionStart: [
         {
           matcher: 'compact',
-          hooks: [{ type: 'command', command: 'context-guardian-claude-code resume', timeout: 30 }],
+          hooks: [{ type: 'command', command: `${HOOK} resume`, timeout: 30 }],
         },
       ],
     });
-    expect(out).toContain(
-      'claude mcp add --scope user --transport stdio context-guardian -- context-guardian-mcp',
-    );
+    expect(out).toContain(`claude mcp add --scope user --transport stdio context-guardian -- ${MCP}`);
     expect(readdirSync(configDir)).toEqual([]);
   });
 
@@ -76,7 +76,7 @@ describe('context-guardian-claude-code install / uninstall / status', () => {
     const first = await run('install', '--apply');
     expect(first.code).toBe(0);
     expect(first.out).toMatch(/backup: .*settings\.json\.bak-\d{8}-\d{6}\n/);
-    expect(first.out).toMatch(/\n\+ +"command": "context-guardian-claude-code resume",\n/);
+    expect(first.out).toContain(`\n+                         "command": "${HOOK} resume",\n`);
     expect(first.out).not.toMatch(/\n[-+] +"command": "echo hello"/);
     expect(backups()).toHaveLength(1);
     expect(readFileSync(join(configDir, backups()[0] ?? ''), 'utf8')).toBe(original);

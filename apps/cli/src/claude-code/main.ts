@@ -129,7 +129,10 @@ function program(io: HookIo, done: (code: ExitCode) => void, isProcess: boolean)
     root.command('install').description('print the hooks and the MCP command; --apply merges the hooks'),
   )
     .option('--apply', 'back up the settings file, merge the hooks, print the diff')
-    .option('--command <cmd>', 'how Claude Code runs this tool', NAME)
+    .option(
+      '--command <cmd>',
+      'how Claude Code runs this tool (default: this install, by absolute path unless on PATH)',
+    )
     .action(async (opts: unknown) => done(await installCommand(io, InstallFlagsSchema.parse(opts))));
   settingsOptions(
     root.command('uninstall').description('remove the hooks again; --apply edits, with the same backup'),

@@ -12,27 +12,45 @@ describe('settings hooks', () => {
   });
 
   it('merges with a custom command once, and removes only our entry from a shared group', () => {
-    const shared = {
-      hooks: {
-        SessionEnd: [
-          {
-            hooks: [
-              { type: 'command', command: 'backup-notes' },
-              { type: 'command', command: 'node /x/context-guardian-claude-code.js capture' },
-            ],
-          },
-        ],
+    const shared = `${JSON.stringify(
+      {
+        hooks: {
+          SessionEnd: [
+            {
+              hooks: [
+                { type: 'command', command: 'backup-notes' },
+                { type: 'command', command: 'node /x/context-guardian-claude-code.js capture' },
+              ],
+            },
+          ],
+        },
       },
-    };
-    const { settings, added } = mergeHooks(shared, 'node /x/context-guardian-claude-code.js');
+      null,
+      2,
+    )}\n`;
+    const { text, added } = mergeHooks(shared, 'settings.json', 'node /x/context-guardian-claude-code.js');
     expect(added).toEqual(['PreCompact', 'SessionStart']);
-    expect(installedHooks(settings)).toEqual(['PreCompact', 'SessionEnd', 'SessionStart:compact']);
-    expect(mergeHooks(settings).added).toEqual([]);
-    const removed = removeHooks(settings).settings;
-    expect(removed).toEqual({
+    expect(installedHooks(JSON.parse(text))).toEqual(['PreCompact', 'SessionEnd', 'SessionStart:compact']);
+    expect(mergeHooks(text, 'settings.json').added).toEqual([]);
+    expect(JSON.parse(removeHooks(text, 'settings.json').text)).toEqual({
       hooks: { SessionEnd: [{ hooks: [{ type: 'command', command: 'backup-notes' }] }] },
     });
-    expect(shared.hooks.SessionEnd[0]?.hooks).toHaveLength(2);
+  });
+
+  it('recognises the forms --command can take, and still nothing of anyone else', () => {
+    for (const command of [
+      'npx -y context-guardian-claude-code@0.1.0 capture',
+      "node '/opt/My Tools/bin/context-guardian-claude-code.js' resume",
+      'env GUARDIAN_URL=http://127.0.0.1:8786 context-guardian-claude-code capture',
+      'C:\\tools\\context-guardian-claude-code.cmd capture',
+    ])
+      expect([command, isOurCommand(command)]).toEqual([command, true]);
+    for (const command of [
+      'context-guardian-claude-code-fork capture',
+      'echo context-guardian-claude-code-is-great capture',
+      'context-guardian-statusline --format claude',
+    ])
+      expect([command, isOurCommand(command)]).toEqual([command, false]);
   });
 
   it('does not count a resume hook under another matcher as installed', () => {

@@ -1,5 +1,9 @@
+import type { JSONPath } from 'jsonc-parser';
 import { z } from 'zod';
+
 import { CodedError } from '@guardian/errors';
+
+import { appendMember, removeMember } from './json-text-edit';
 
 /** Seed: "PreCompact and SessionEnd, timeout 30", plus SessionStart with matcher compact for `resume`. */
 export const HOOK_TIMEOUT_S = 30;
@@ -59,12 +63,17 @@ function commandFor(base: string, sub: HookSpec['sub']): string {
   return `${base} ${sub}`;
 }
 
-/** Is `command` one of ours (any install path: `context-guardian-claude-code capture`, `node .../context-guardian-claude-code.js resume`)? */
+/**
+ * Is `command` one of ours, whatever `--command` it was installed with (`context-guardian-claude-code capture`,
+ * `node '/opt/cg/bin/context-guardian-claude-code.js' resume`, `npx -y context-guardian-claude-code@0.1.0 capture`,
+ * `env GUARDIAN_URL=... context-guardian-claude-code capture`)? The tool's name as a word of its own, and the
+ * subcommand as the last word.
+ */
 export function isOurCommand(command: unknown, sub?: HookSpec['sub']): boolean {
   if (typeof command !== 'string') return false;
-  const match = /(?:^|[\s/"'])context-guardian-claude-code(?:\.js)?["']?\s+(capture|resume)\s*$/.exec(
-    command,
-  );
+  if (!/(?:^|[\s/\\"'])context-guardian-claude-code(?:\.js|\.cmd)?(?:@[\w.^~-]+)?(?:["'\s]|$)/.test(command))
+    return false;
+  const match = /\s(capture|resume)\s*$/.exec(command);
   return match !== null && (sub === undefined || match[1] === sub);
 }
 
@@ -100,47 +109,77 @@ export function installedHooks(settings: Settings): string[] {
   );
 }
 
-/** Adds our hook groups next to the existing ones, never touching those; idempotent. */
+/** The commands of our hook entries, each once. */
+export function ourCommands(settings: Settings): string[] {
+  const events = [...new Set(HOOK_SPECS.map((s) => s.event))];
+  const all = events.flatMap((e) => groupsOf(settings, e).flatMap((g) => g.hooks.map((h) => h.command)));
+  return [...new Set(all.filter((c): c is string => isOurCommand(c)))];
+}
+
+/**
+ * Adds our hook groups after the existing ones of each event, idempotently. Edits the file's text
+ * (json-text-edit.ts): every byte outside what is added stays as the user wrote it.
+ */
 export function mergeHooks(
-  settings: Settings,
+  text: string,
+  file: string,
   base = DEFAULT_COMMAND,
-): { settings: Settings; added: string[] } {
-  const next = structuredClone(settings);
+): { text: string; added: string[] } {
+  let out = text.trim() === '' ? '{}\n' : text;
   const added: string[] = [];
   for (const spec of HOOK_SPECS) {
-    if (present(next, spec)) continue;
-    const hooks = (next.hooks ??= {}) as Record<string, Group[]>;
-    hooks[spec.event] = [...(hooks[spec.event] ?? []), groupFor(spec, base)];
+    const settings = parseSettings(out, file);
+    if (present(settings, spec)) continue;
+    const hooks = settings.hooks as Record<string, Group[]> | undefined;
+    const group = groupFor(spec, base);
+    if (hooks === undefined) out = appendMember(out, [], { [spec.event]: [group] }, 'hooks');
+    else if (hooks[spec.event] === undefined) out = appendMember(out, ['hooks'], [group], spec.event);
+    else out = appendMember(out, ['hooks', spec.event], group);
     added.push(spec.event);
   }
-  return { settings: next, added };
+  return { text: added.length === 0 ? text : out, added };
 }
 
-/** The exact reverse: removes our hook entries, and a group, event or `hooks` key only when that left it empty. */
-export function removeHooks(settings: Settings): { settings: Settings; removed: string[] } {
-  const next = structuredClone(settings);
-  const removed: string[] = [];
-  const hooks = next.hooks as Record<string, Group[]> | undefined;
-  if (hooks === undefined) return { settings: next, removed };
-  for (const event of [...new Set(HOOK_SPECS.map((s) => s.event))]) {
-    const groups = hooks[event];
-    if (groups === undefined) continue;
-    const kept: Group[] = [];
-    for (const group of groups) {
-      const hooksLeft = group.hooks.filter((h) => !isOurCommand(h.command));
-      if (hooksLeft.length === group.hooks.length) kept.push(group);
-      else if (hooksLeft.length > 0) kept.push({ ...group, hooks: hooksLeft });
+/** The next entry of ours to take out: a group that holds only ours, else one hook of ours in a shared group. */
+function nextOfOurs(settings: Settings): { event: string; path: JSONPath } | undefined {
+  for (const event of new Set(HOOK_SPECS.map((s) => s.event))) {
+    const groups = groupsOf(settings, event);
+    for (const [g, group] of groups.entries()) {
+      const ours = group.hooks.flatMap((h, i) => (isOurCommand(h.command) ? [i] : []));
+      if (ours.length === 0) continue;
+      if (ours.length === group.hooks.length) return { event, path: ['hooks', event, g] };
+      return { event, path: ['hooks', event, g, 'hooks', ours[0]!] };
     }
-    if (kept.length === groups.length && kept.every((g, i) => g === groups[i])) continue;
-    removed.push(event);
-    if (kept.length > 0) hooks[event] = kept;
-    else delete hooks[event];
   }
-  if (removed.length > 0 && Object.keys(hooks).length === 0) delete next.hooks;
-  return { settings: next, removed };
+  return undefined;
 }
 
-/** The command that registers the MCP server (seed "Install"). */
-export function mcpAddCommand(): string {
-  return 'claude mcp add --scope user --transport stdio context-guardian -- context-guardian-mcp';
+/**
+ * The exact reverse of {@link mergeHooks}, on the text as well: removes every entry of ours, then an event or the
+ * `hooks` key only when that left it empty. What install added comes out whole, so the file reads as before.
+ */
+export function removeHooks(text: string, file: string): { text: string; removed: string[] } {
+  const removed = new Set<string>();
+  let out = text;
+  for (let next = nextOfOurs(parseSettings(out, file)); next; next = nextOfOurs(parseSettings(out, file))) {
+    out = removeMember(out, next.path);
+    removed.add(next.event);
+  }
+  for (const event of removed) {
+    if (groupsOf(parseSettings(out, file), event).length === 0) out = removeMember(out, ['hooks', event]);
+  }
+  const hooks = parseSettings(out, file).hooks as Record<string, Group[]> | undefined;
+  if (removed.size > 0 && hooks !== undefined && Object.keys(hooks).length === 0)
+    out = removeMember(out, ['hooks']);
+  return { text: out, removed: [...removed] };
+}
+
+/** The command that registers the MCP server (seed "Install"); `server` is how it is run (toolCommand). */
+export function mcpAddCommand(server = 'context-guardian-mcp'): string {
+  return `claude mcp add --scope user --transport stdio context-guardian -- ${server}`;
+}
+
+/** Its reverse, which `uninstall` prints: the registration lives in Claude Code's own config, not in settings.json. */
+export function mcpRemoveCommand(): string {
+  return 'claude mcp remove --scope user context-guardian';
 }

@@ -7,13 +7,16 @@ import { LedgerStore } from './capture-ledger';
 import { errorMessage } from './fs-errors';
 import { ccPaths, type HookIo } from './hook-io';
 import { readSettingsText, settingsPath, type SettingsFlags } from './install-command';
-import { HOOK_SPECS, installedHooks, parseSettings } from './settings-hooks';
+import { whyNotRunnable } from './hook-command';
+import { HOOK_SPECS, installedHooks, ourCommands, parseSettings } from './settings-hooks';
 
 /** What `status` reports (also its `--json`). */
 export interface CcStatus {
   settings: string;
   hooks: 'installed' | 'partly installed' | 'not installed' | 'settings unreadable';
   installed: string[];
+  /** Why the installed hooks would not run (a moved clone, an unbuilt one, a name not on PATH); null when they would. */
+  cannot_run: string | null;
   sessions: number;
   last_capture_at: string | null;
   last_event: string | null;
@@ -23,17 +26,22 @@ export interface CcStatus {
 async function hookState(
   io: HookIo,
   flags: SettingsFlags,
-): Promise<Pick<CcStatus, 'settings' | 'hooks' | 'installed'>> {
+): Promise<Pick<CcStatus, 'settings' | 'hooks' | 'installed' | 'cannot_run'>> {
   const file = settingsPath(flags, io);
   const text = await readSettingsText(file);
-  if (text === null) return { settings: file, hooks: 'not installed', installed: [] };
+  if (text === null) return { settings: file, hooks: 'not installed', installed: [], cannot_run: null };
   let installed: string[];
+  let cannotRun: string | undefined;
   try {
-    installed = installedHooks(parseSettings(text, file));
+    const settings = parseSettings(text, file);
+    installed = installedHooks(settings);
+    cannotRun = ourCommands(settings)
+      .map((c) => whyNotRunnable(c, io.env))
+      .find((why) => why !== undefined);
   } catch (err) {
     // Status only reports; install --apply is where an unreadable file is refused.
     io.stderr.write(`context-guardian-claude-code: ${errorMessage(err)}\n`);
-    return { settings: file, hooks: 'settings unreadable', installed: [] };
+    return { settings: file, hooks: 'settings unreadable', installed: [], cannot_run: null };
   }
   const hooks =
     installed.length === HOOK_SPECS.length
@@ -41,7 +49,7 @@ async function hookState(
       : installed.length > 0
         ? 'partly installed'
         : 'not installed';
-  return { settings: file, hooks, installed };
+  return { settings: file, hooks, installed, cannot_run: cannotRun ?? null };
 }
 
 async function runVerdicts(config: CliConfig, runs: string[]): Promise<CcStatus['runs']> {
@@ -89,6 +97,7 @@ export async function statusCommand(ctx: {
     io.stdout.write(
       [
         `hooks: ${status.hooks} (${status.settings})${status.installed.length > 0 ? `: ${status.installed.join(', ')}` : ''}`,
+        ...(status.cannot_run === null ? [] : [`  cannot run: ${status.cannot_run}`]),
         `sessions captured: ${status.sessions}`,
         `last capture: ${status.last_capture_at === null ? 'never' : `${status.last_capture_at} (${status.last_event ?? 'unknown event'})`}`,
         `capture runs: ${status.runs.length}, sealed OK: ${sealed}${broken.length > 0 ? `, BROKEN: ${broken.length}` : ''}`,
@@ -96,5 +105,5 @@ export async function statusCommand(ctx: {
       ].join('\n') + '\n',
     );
   }
-  return broken.length > 0 ? EXIT.NONE : EXIT.OK;
+  return broken.length > 0 || status.cannot_run !== null ? EXIT.NONE : EXIT.OK;
 }

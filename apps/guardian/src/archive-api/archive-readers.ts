@@ -5,7 +5,8 @@ import { LocalArchive, LogProofs, Receipts } from '@guardian/archive';
 import type { Viewer } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianRuntime } from '../config/guardian-runtime';
-import { Observability } from '../observability/observability';
+import { SealMonitor } from '../archive-verifier/seal-monitor';
+import { FailOpen } from '../observability/fail-open';
 import { LIMITS } from './archive-query';
 import { LogFiles } from './log-files';
 
@@ -23,7 +24,8 @@ export class ArchiveReaders {
   constructor(
     private readonly config: GuardianConfig,
     private readonly receipts: Receipts,
-    private readonly obs: Observability,
+    private readonly seal: SealMonitor,
+    private readonly failOpen: FailOpen,
     runtime: GuardianRuntime,
   ) {
     this.logProofs = new LogProofs(config.paths.spanDir);
@@ -43,8 +45,8 @@ export class ArchiveReaders {
       receipts: this.receipts,
       searchTimeoutMs: LIMITS.searchMs,
       // Receipts report runs_broken from the background seal check, not a verify of every run per call.
-      sealKnowledge: this.obs.seal,
-      onReceiptError: (err) => this.obs.failOpen('archive', 'receipt_write', { route: 'other', err }),
+      sealKnowledge: this.seal,
+      onReceiptError: (err) => this.failOpen.report('archive', 'receipt_write', { route: 'other', err }),
       logProofs: this.logProofs,
     });
   }

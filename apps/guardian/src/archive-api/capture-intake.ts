@@ -15,7 +15,7 @@ import type { Viewer } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianRuntime } from '../config/guardian-runtime';
 import { GuardianLogger } from '../observability/guardian-logger';
-import { Observability } from '../observability/observability';
+import { SealMonitor } from '../archive-verifier/seal-monitor';
 
 /**
  * Claude Code captures posted by the hook (`POST /guardian/capture`, team mode): the transcript lines land in a
@@ -33,7 +33,7 @@ export class CaptureIntake {
     private readonly config: GuardianConfig,
     runtime: GuardianRuntime,
     logger: GuardianLogger,
-    obs: Observability,
+    seal: SealMonitor,
   ) {
     this.archive = new SealedArchive({
       spanDir: config.paths.spanDir,
@@ -48,7 +48,7 @@ export class CaptureIntake {
     });
     // Its chain lines are checked within a second, like the compaction archive's (ADR 0120), not only by the full
     // verify every 10 minutes.
-    obs.seal.watch(this.archive);
+    seal.watch(this.archive);
   }
 
   /** Writes the lines when they continue the archived transcript; else says where it ends. */

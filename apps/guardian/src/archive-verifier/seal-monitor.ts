@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+
 import {
   ArchiveError,
   verifyArchive,
@@ -52,8 +54,9 @@ function sameBreak(a: ChainBreak | null, b: ChainBreak | null): boolean {
  *   (issue 12 defect 3: 25.6 s of CPU in 30 s with 3,000 runs, a SIGTERM that waited minutes, false alarms).
  * One check runs at a time; a tick that finds one running is skipped. `stop()` aborts the check in progress.
  * Status is `unknown` until the first full verify ends; the gauge stays 1 until a break is confirmed.
+ * A provider of its own (app.module.ts): it starts once the app has booted and stops with it.
  */
-export class SealMonitor {
+export class SealMonitor implements OnApplicationBootstrap, OnModuleDestroy {
   /** The writers whose new chain lines are verified every `settleMs`: the compaction archive, and any other
    * writer of this process that registers with `watch()` (the capture intake's `cc-` runs). */
   private readonly writers: Array<{ takeSealed(): SealedHead[] }>;
@@ -99,6 +102,15 @@ export class SealMonitor {
     this.timers = [tick, full];
     this.fullDue = true;
     this.tick();
+  }
+
+  /** Nest's hooks: a provider of its own, started once the app is up, stopped before it closes. */
+  onApplicationBootstrap(): void {
+    this.start();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.stop();
   }
 
   /** Stops the timers and aborts the check in progress; resolves once nothing reads the archive any more. */
@@ -224,8 +236,10 @@ export class SealMonitor {
   private publish(breaks: Found[]): void {
     const { state, metrics, logger } = this.opts;
     const broken = this.fullBroken === true || this.ownBroken.size > 0;
-    state.sealStatus = broken ? 'broken' : this.fullBroken === undefined ? 'unknown' : 'ok';
-    state.sealCheckedAt = new Date().toISOString();
+    state.setSeal(
+      broken ? 'broken' : this.fullBroken === undefined ? 'unknown' : 'ok',
+      new Date().toISOString(),
+    );
     metrics.sealOk.set(broken ? 0 : 1);
     const fresh = breaks.filter((v) => {
       const key = `${v.run}:${v.break?.kind}:${v.break?.seq}`;

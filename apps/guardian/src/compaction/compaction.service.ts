@@ -1,139 +1,113 @@
 import { Injectable } from '@nestjs/common';
 
 import { genAiAttributes, withSpan } from '@guardian/telemetry';
+import type { UpstreamResponse } from '@guardian/upstream';
 
-import { GuardianConfig } from '../config/guardian-config';
-import { Observability } from '../observability/observability';
-import { factsOf } from './answer-bookkeeping';
-import { CompactionEngine } from './compaction-engine';
+import { FailOpen } from '../observability/fail-open';
+import { ExchangeFactory, type Exchange, type ExchangeTiming } from './answer/exchange';
 import { failOpenOf } from './compaction-errors';
-import { ConversationReader } from './conversation-reader';
-import type { Decision, PrepareInput, RequestContext } from './compaction-context';
-import { ExchangeFactory, type Exchange } from './exchange';
-import { FastPath } from './fast-path';
-import { anthropicAdapter } from '../formats/anthropic.adapter';
-import { chatAdapter } from '../formats/chat.adapter';
-import type { FormatAdapter } from '../formats/format-adapter';
-import { responsesAdapter } from '../formats/responses.adapter';
-import { RequestMeasure } from './request-measure';
-import { genAiSystem } from './summariser';
-import { sessionOfConversation } from './session';
-import { pickAuth } from './window.service';
-
-const ADAPTERS: Record<string, FormatAdapter> = {
-  chat: chatAdapter,
-  messages: anthropicAdapter,
-  responses: responsesAdapter,
-};
+import { CompactionEngine } from './decide/compaction-engine';
+import { OverflowRecovery } from './decide/overflow-recovery';
+import { genAiSystem } from './decide/summariser';
+import {
+  preparedRequest,
+  type Decision,
+  type PrepareInput,
+  type PreparedRequest,
+  type RequestContext,
+} from './handoff';
+import { adapterOf, factsOf, RequestStage } from './request/request-stage';
 
 /**
- * The compaction path of one owned request, from raw bytes to what is forwarded: parse (format adapter), resolve the
- * session, measure (window, budget, count), decide (CompactionEngine). It never throws: every failure inside forwards
- * the client's original bytes and is counted (ARCHITECTURE.md#fail-open rule 1). The returned Exchange then follows
- * the answer.
+ * Compaction of one owned request, its three stages in the order a request meets them (ARCHITECTURE.md#request-path):
+ * the request stage reads and measures it (or proves by its size that it fits), the decide stage says what is
+ * forwarded, and once the upstream has answered the answer stage follows the answer. `prepare` and `recover` never
+ * throw: every failure inside forwards the client's original bytes and is counted (ARCHITECTURE.md#fail-open rule 1).
  */
 @Injectable()
 export class CompactionService {
-  private readonly reader = new ConversationReader();
-
   constructor(
-    private readonly config: GuardianConfig,
-    private readonly measure: RequestMeasure,
+    private readonly requests: RequestStage,
     private readonly engine: CompactionEngine,
-    private readonly obs: Observability,
-    private readonly exchanges: ExchangeFactory,
-    private readonly fast: FastPath,
+    private readonly recovery: OverflowRecovery,
+    private readonly answers: ExchangeFactory,
+    private readonly failOpen: FailOpen,
   ) {}
 
-  async prepare(input: PrepareInput): Promise<Exchange> {
-    try {
-      return await this.prepareOrThrow(input);
-    } catch (err) {
-      // Whatever a strange body makes the parsing or planning do, the client's bytes still go upstream
-      // (ARCHITECTURE.md#fail-open rule 1).
-      this.obs.failOpen('internal', 'prepare_exception', { route: input.route, reqId: input.reqId, err });
-      return this.exchange({ input, adapter: ADAPTERS[input.route] ?? chatAdapter });
-    }
+  /** A request whose size alone proves it fits, decided without parsing it (ADR 0013); else undefined. */
+  fastPath(input: PrepareInput): PreparedRequest | undefined {
+    return this.requests.fastPath(input);
+  }
+
+  /** The full path: read, measure, decide. */
+  async prepare(input: PrepareInput): Promise<PreparedRequest> {
+    return this.read(input, (ctx) => this.decide(ctx));
   }
 
   /**
-   * A request decided without parsing it, or undefined when only the full path can decide it (ADR 0013). Never
-   * throws: a failure here only sends the request the full path.
+   * An error answer to `request`: when it is an overflow, the request decided again against what the refusal taught
+   * and sent once more (ARCHITECTURE.md#fail-open rule 5). Returns the request the answer belongs to, and the answer.
+   * A fast-path request is read and measured first; it is not decided again (its size proved it fits).
    */
-  fastPath(input: PrepareInput): Exchange | undefined {
-    const adapter = ADAPTERS[input.route];
-    if (!adapter) return undefined;
-    let fast: ReturnType<FastPath['decide']>;
+  async recover(
+    request: PreparedRequest,
+    res: UpstreamResponse,
+    resend: (body: Buffer) => Promise<UpstreamResponse>,
+  ): Promise<{ request: PreparedRequest; res: UpstreamResponse }> {
+    // A fast-path request is read now, with the decision the full path makes of a request that fits.
+    const measured = request.fast
+      ? await this.read(request.input, async (ctx) => unchangedDecision(ctx))
+      : request;
+    const ctx = measured.ctx;
+    if (!ctx) return { request: measured, res };
+    const out = await this.recovery.recover(ctx, measured.decision, res, resend);
+    return {
+      request: out.retry
+        ? { ...measured, body: out.retry.body ?? measured.body, decision: out.retry }
+        : measured,
+      res: out.res,
+    };
+  }
+
+  /** Follows the answer the upstream gave to `request`. */
+  follow(request: PreparedRequest, timing: ExchangeTiming): Exchange {
+    return this.answers.create(request, timing);
+  }
+
+  /** The request read and measured, then decided by `decide`; any failure forwards the client's bytes. */
+  private async read(
+    input: PrepareInput,
+    decide: (ctx: RequestContext) => Promise<Decision>,
+  ): Promise<PreparedRequest> {
     try {
-      fast = this.fast.decide(input, adapter);
-    } catch (err) {
-      this.obs.failOpen('internal', 'fast_path_exception', { route: input.route, reqId: input.reqId, err });
-      return undefined;
-    }
-    if (!fast) return undefined;
-    this.obs.state.passthroughBySize += 1;
-    if (fast.session.ignored)
-      this.obs.metrics.sessionHeaderIgnored.inc({ reason: fast.session.ignored.reason });
-    return this.exchange({ input, adapter, decision: fast.decision, facts: fast.facts, fast: true });
-  }
-
-  /** The exchange with its request parsed and measured: a fast-path exchange is prepared in full (for recovery). */
-  async complete(exchange: Exchange): Promise<Exchange> {
-    if (!exchange.fast) return exchange;
-    return this.prepare(exchange.req.input);
-  }
-
-  private exchange(req: Exchange['req']): Exchange {
-    return this.exchanges.create(req);
-  }
-
-  private async prepareOrThrow(input: PrepareInput): Promise<Exchange> {
-    const adapter = ADAPTERS[input.route];
-    const passthrough = (): Exchange => this.exchange({ input, adapter: adapter ?? chatAdapter });
-    if (!adapter) return passthrough();
-
-    const read = this.reader.read(adapter, input.body, {
-      countTools: this.config.compaction.countTools,
-      sessionKey: `${input.owner?.owner ?? ''}\n${input.sessionHeader.kind === 'value' ? input.sessionHeader.value : ''}`,
-    });
-    if (read.kind === 'not-json') {
-      // Malformed JSON is the client's to hear about from the upstream: forwarded byte for byte, never a guardian error.
-      return passthrough();
-    }
-    if (read.kind === 'not-understood') {
-      // A shape the engine does not understand (a stateful Responses call, an unknown item): forwarded unchanged.
-      return passthrough();
-    }
-    const conv = read.conv;
-
-    const session = sessionOfConversation(input.sessionHeader, conv, input.owner);
-    if (session.ignored) this.obs.metrics.sessionHeaderIgnored.inc({ reason: session.ignored.reason });
-    const dryHeader = input.headers['x-guardian-dry-run'];
-    const dryRun = this.config.compaction.dryRun || dryHeader === '1' || dryHeader === 'true';
-    const auth = pickAuth(input.upstreamHeaders);
-
-    let ctx: RequestContext;
-    try {
-      const measured = await this.measure.measure(conv, adapter, auth);
-      ctx = { input, adapter, conv, session, ...measured, auth, dryRun };
-    } catch (err) {
-      this.obs.failOpen('count', 'count_failed', {
-        route: input.route,
-        model: conv.model,
-        reqId: input.reqId,
-        err,
+      const read = await this.requests.read(input);
+      if (read.kind === 'unchanged') return read.request;
+      const { ctx } = read;
+      return preparedRequest({
+        input,
+        adapter: ctx.adapter,
+        ctx,
+        decision: await decide(ctx),
+        facts: factsOf(ctx),
       });
-      return passthrough();
+    } catch (err) {
+      // Whatever a strange body makes the parsing or planning do, the client's bytes still go upstream
+      // (ARCHITECTURE.md#fail-open rule 1).
+      this.failOpen.report('internal', 'prepare_exception', { route: input.route, reqId: input.reqId, err });
+      return preparedRequest({ input, adapter: adapterOf(input) });
     }
+  }
 
-    let decision: Decision;
+  /** The decide stage, inside its trace span; a failure there forwards the client's bytes. */
+  private async decide(ctx: RequestContext): Promise<Decision> {
+    const { conv } = ctx;
     try {
-      decision = await withSpan(
+      return await withSpan(
         'guardian.compaction.decide',
         genAiAttributes({
           operation: 'chat',
           model: conv.model,
-          system: genAiSystem(input.route),
+          system: genAiSystem(ctx.input.route),
           inputTokens: ctx.count.tokens,
         }),
         async (span) => {
@@ -144,14 +118,23 @@ export class CompactionService {
       );
     } catch (thrown) {
       const { stage, reason, err } = failOpenOf(thrown);
-      this.obs.failOpen(stage, reason, { route: input.route, model: conv.model, reqId: input.reqId, err });
-      decision = {
-        outcome: 'fail_open',
-        tokensBefore: ctx.count.tokens,
-        tokensAfter: ctx.count.tokens,
-        rawForwarded: ctx.count.rawEstimate,
-      };
+      this.failOpen.report(stage, reason, {
+        route: ctx.input.route,
+        model: conv.model,
+        reqId: ctx.input.reqId,
+        err,
+      });
+      return { ...unchangedDecision(ctx), outcome: 'fail_open' };
     }
-    return this.exchange({ input, adapter, ctx, decision, facts: factsOf(ctx) });
   }
+}
+
+/** The decision that forwards a measured request as the client sent it. */
+function unchangedDecision(ctx: RequestContext): Decision {
+  return {
+    outcome: 'passthrough',
+    tokensBefore: ctx.count.tokens,
+    tokensAfter: ctx.count.tokens,
+    rawForwarded: ctx.count.rawEstimate,
+  };
 }

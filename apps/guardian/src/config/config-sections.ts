@@ -61,6 +61,15 @@ export interface ProxySection {
   sessionHeaderRequired: boolean;
 }
 
+/**
+ * Shutdown after SIGTERM (docs/RELIABILITY.md#shutdown): everything is served for `drainMs` while /readyz says 503,
+ * then the listener closes and what is in flight may finish until `graceMs` after the signal.
+ */
+export interface ShutdownSection {
+  drainMs: number;
+  graceMs: number;
+}
+
 /** Tokens for guardian's own endpoints (ARCHITECTURE.md#access). */
 export interface AccessSection {
   adminToken: string | undefined;
@@ -74,6 +83,7 @@ export interface ConfigSections {
   memo: MemoSection;
   archive: ArchiveSection;
   proxy: ProxySection;
+  shutdown: ShutdownSection;
   access: AccessSection;
 }
 
@@ -127,6 +137,11 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       upstreamTimeoutSeconds: env.GUARDIAN_UPSTREAM_TIMEOUT,
       connectTimeoutSeconds: env.GUARDIAN_UPSTREAM_CONNECT_TIMEOUT,
       sessionHeaderRequired: env.GUARDIAN_SESSION_HEADER_REQUIRED,
+    },
+    shutdown: {
+      // The drain is part of the grace: a drain as long as the grace would leave nothing in flight any time to end.
+      drainMs: Math.min(env.GUARDIAN_SHUTDOWN_DRAIN_SECONDS, env.GUARDIAN_SHUTDOWN_GRACE_SECONDS) * 1000,
+      graceMs: env.GUARDIAN_SHUTDOWN_GRACE_SECONDS * 1000,
     },
     access: {
       adminToken: env.GUARDIAN_ADMIN_TOKEN,

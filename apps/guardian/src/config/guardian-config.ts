@@ -11,6 +11,7 @@ import {
   type CompactionSection,
   type MemoSection,
   type ProxySection,
+  type ShutdownSection,
   type SummariserSection,
 } from './config-sections';
 
@@ -65,6 +66,7 @@ export class GuardianConfig {
   readonly memo: MemoSection;
   readonly archive: ArchiveSection;
   readonly proxy: ProxySection;
+  readonly shutdown: ShutdownSection;
   readonly access: AccessSection;
   readonly upstream: UpstreamTarget;
   readonly paths: ReturnType<typeof resolveGuardianPaths>;
@@ -91,6 +93,7 @@ export class GuardianConfig {
       memo: this.memo,
       archive: this.archive,
       proxy: this.proxy,
+      shutdown: this.shutdown,
       access: this.access,
     } = sectionsOf(env));
     this.version = version;
@@ -108,6 +111,11 @@ export class GuardianConfig {
       .split(',')
       .map((h) => h.trim().toLowerCase())
       .filter(Boolean);
+    if (env.GUARDIAN_SHUTDOWN_DRAIN_SECONDS >= env.GUARDIAN_SHUTDOWN_GRACE_SECONDS) {
+      this.warnings.push(
+        `GUARDIAN_SHUTDOWN_DRAIN_SECONDS (${env.GUARDIAN_SHUTDOWN_DRAIN_SECONDS}) is not below GUARDIAN_SHUTDOWN_GRACE_SECONDS (${env.GUARDIAN_SHUTDOWN_GRACE_SECONDS}); the drain ends with the grace, and answers still open then end at once`,
+      );
+    }
     if (env.GUARDIAN_NUM_CTX !== undefined && env.GUARDIAN_RESERVE_OUTPUT >= env.GUARDIAN_NUM_CTX) {
       this.warnings.push(
         `GUARDIAN_RESERVE_OUTPUT (${env.GUARDIAN_RESERVE_OUTPUT}) is not below GUARDIAN_NUM_CTX (${env.GUARDIAN_NUM_CTX}); half the window is reserved instead`,

@@ -33,12 +33,12 @@ describe('countExactly against a real upstream', () => {
     upstream,
     basePath: '/v1',
     headers: { 'x-api-key': 'sk-ant-k', 'anthropic-version': '2023-06-01', 'anthropic-beta': 'b1,b2' },
-    timeoutMs: 2000,
+    timeoutMs: 60_000, // a hang guard where the count must come; the give-up case sets 50 ms against a slow stub
   });
 
   beforeAll(async () => {
     stub = await startStub({ flavor: 'anthropic' });
-    upstream = new UpstreamClient({ origin: stub.url, timeoutSeconds: 5, connectTimeoutSeconds: 2 });
+    upstream = new UpstreamClient({ origin: stub.url, timeoutSeconds: 120, connectTimeoutSeconds: 60 });
   });
   afterAll(async () => {
     await upstream.close();

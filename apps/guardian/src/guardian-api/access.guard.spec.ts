@@ -31,6 +31,13 @@ describe('checkHostAndOrigin (ARCHITECTURE.md#access, DNS rebinding)', () => {
     expect(verdict(c, { host: '127.0.0.1', origin: 'http://localhost.evil.example' })).toBe(403);
   });
 
+  it('on a loopback bind refuses `Origin: null` as it refuses a foreign Origin (issue 30 item 6)', () => {
+    const c = config({ GUARDIAN_HOST: '127.0.0.1' });
+    for (const origin of ['null', 'NULL', ' null ']) {
+      expect([origin, verdict(c, { host: '127.0.0.1:8786', origin })]).toEqual([origin, 403]);
+    }
+  });
+
   it('beyond loopback leaves Host and Origin to the tokens', () => {
     const c = config({ GUARDIAN_HOST: '0.0.0.0' });
     expect(verdict(c, { host: 'guardian.team.example', origin: 'https://grafana.team.example' })).toBe(200);

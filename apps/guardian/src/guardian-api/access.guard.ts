@@ -48,8 +48,10 @@ export class HostGate {
     if (!allowed.has(hostOnly(String(headers.host ?? ''))))
       return new GuardianError('GUARDIAN_HOST_REFUSED', 'Host not allowed on a loopback bind', 403);
     const origin = headers.origin;
-    // `Origin: null` comes from privacy-sensitive contexts (RFC 6454 §7.3); it names no site to compare.
-    if (origin && origin !== 'null' && !allowed.has(hostOnly(originHost(origin))))
+    // `Origin: null` (RFC 6454 §7.3) names no site, and it is what a sandboxed iframe, a data: URL or a file:// page
+    // sends: a "simple" text/plain POST from one needs no preflight (Fetch §3.2.3), so accepting it let any page drive
+    // the backend (issue 30 item 6). It parses to no host, so it is refused like any other foreign Origin.
+    if (origin && !allowed.has(hostOnly(originHost(origin))))
       return new GuardianError('GUARDIAN_ORIGIN_REFUSED', 'Origin not allowed on a loopback bind', 403);
     // A preflight is an OPTIONS request carrying Access-Control-Request-Method (Fetch standard §3.2.2).
     if (method === 'OPTIONS' && headers['access-control-request-method'] !== undefined)

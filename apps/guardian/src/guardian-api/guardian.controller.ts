@@ -6,11 +6,12 @@ import { Controller, Get, Header, HttpCode, Query, Req, Res, UseGuards } from '@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { OWNER_PATTERN, ownerHash } from '@guardian/archive';
+import type { EventsAnswer, StatsAnswer, UsageAnswer } from '@guardian/client';
 import { computeBudget } from '@guardian/compaction';
 import { MemoStore } from '@guardian/memo';
 import { GuardianMetrics } from '@guardian/telemetry';
 
-import { sessionHash } from '../compaction/session';
+import { sessionHash } from '../compaction/request/session';
 import { GuardianConfig } from '../config/guardian-config';
 import { GuardianRuntime } from '../config/guardian-runtime';
 import { GuardianError } from '../http/http-error';
@@ -56,7 +57,7 @@ export class GuardianController {
   @Get('guardian/stats')
   @UseGuards(AccessGuard)
   @Header('cache-control', 'no-store')
-  async stats(@Req() req: FastifyRequest): Promise<Record<string, unknown>> {
+  async stats(@Req() req: FastifyRequest): Promise<StatsAnswer> {
     const { compaction } = this.config;
     const viewer = viewerOf(req);
     // A developer's dashboard lists their own sessions; the counters are the process's (no message text in either).
@@ -80,7 +81,7 @@ export class GuardianController {
     @Req() req: FastifyRequest,
     @Query('session') query?: string | string[],
     @Query('owner') ownerQuery?: string | string[],
-  ): Promise<Record<string, unknown>> {
+  ): Promise<UsageAnswer> {
     // `?session=a&session=b` arrives as an array: refused like any other bad id (it was a 500, issue 12 suite).
     if (Array.isArray(query)) throw new GuardianError('GUARDIAN_BAD_SESSION', 'give session once', 400);
     const session = query;
@@ -117,7 +118,8 @@ export class GuardianController {
     // A developer sees the events of their own sessions (compactions, spills, recoveries), not the team's.
     const shown = (e: GuardianEvent): boolean => viewer.kind === 'all' || e.owner_hash === viewer.ownerHash;
     if (!accept.includes('text/event-stream')) {
-      await reply.header('cache-control', 'no-store').send({ events: this.state.events.filter(shown) });
+      const answer: EventsAnswer = { events: this.state.events.filter(shown) };
+      await reply.header('cache-control', 'no-store').send(answer);
       return;
     }
     // A live stream: the recent events first, then each new one as it happens.

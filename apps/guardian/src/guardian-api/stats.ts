@@ -1,3 +1,4 @@
+import type { StatsAnswer, StatsSession } from '@guardian/client';
 import type { UsageRecord } from '@guardian/memo';
 import { FAIL_OPEN_STAGES, type GuardianMetrics } from '@guardian/telemetry';
 
@@ -7,6 +8,7 @@ import type { GuardianState } from '../state/guardian-state';
 /**
  * The `/guardian/stats` body: at least the keys ARCHITECTURE.md#http-surface lists, plus what the dashboard draws. No
  * message text. A count that has a Prometheus series is read from the registry, so stats and /metrics cannot differ.
+ * Typed with the client's {@link StatsAnswer}: a field added here and not there (or the other way) does not compile.
  */
 export async function buildStats(args: {
   config: GuardianConfig;
@@ -18,7 +20,7 @@ export async function buildStats(args: {
   owner: string | null;
   sessions: UsageRecord[];
   budgetFor: (window: number) => number;
-}): Promise<Record<string, unknown>> {
+}): Promise<StatsAnswer> {
   const { config, state, metrics } = args;
   const total = metrics.total.bind(metrics);
   const failOpen = await Promise.all(
@@ -88,7 +90,7 @@ export async function buildStats(args: {
     sessions_of: args.owner,
     seal_status: state.sealStatus,
     seal_checked_at: state.sealCheckedAt,
-    sessions: args.sessions.map((s) => ({
+    sessions: args.sessions.map((s): StatsSession => ({
       session: s.session.slice(0, 8),
       // The model name is the client's to choose; the stats body stays small whatever it sent.
       model: s.model.length > 256 ? `${s.model.slice(0, 256)}…` : s.model,

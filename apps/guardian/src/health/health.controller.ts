@@ -1,8 +1,11 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Header, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 
+import type { ReadyAnswer } from '@guardian/client';
 import { MemoStore, RedisMemoStore } from '@guardian/memo';
 
 import { GuardianConfig } from '../config/guardian-config';
+import { ServingState } from '../http/serving-state';
 import { GuardianState } from '../state/guardian-state';
 import { SpanVolumeProbe } from './span-volume-probe';
 
@@ -10,6 +13,10 @@ import { SpanVolumeProbe } from './span-volume-probe';
  * Kubernetes probes. `/readyz` is ready once config is loaded and the server listens (it cannot answer before);
  * the span volume, Redis and the upstream are reported, never gating (ARCHITECTURE.md#fail-open rule 2): a full
  * volume or a Redis outage must not take replicas out of the Service, since guardian fails open around both.
+ * Once SIGTERM has come, `/readyz` answers 503 `draining` while requests are still served, so the Service and any
+ * load balancer stop sending here before the listener closes (docs/RELIABILITY.md#shutdown); `/healthz` stays 200, or
+ * the kubelet would restart a pod that is only shutting down. The body is the client's {@link ReadyAnswer}, so the doctor
+ * and the sidecar cannot drift apart.
  */
 @Controller()
 export class HealthController {
@@ -18,6 +25,7 @@ export class HealthController {
     private readonly state: GuardianState,
     private readonly memo: MemoStore,
     private readonly volume: SpanVolumeProbe,
+    private readonly serving: ServingState,
   ) {}
 
   @Get('healthz')
@@ -28,12 +36,14 @@ export class HealthController {
 
   @Get('readyz')
   @Header('cache-control', 'no-store')
-  async readyz(): Promise<Record<string, unknown>> {
+  async readyz(@Res({ passthrough: true }) reply: FastifyReply): Promise<ReadyAnswer> {
+    const draining = this.serving.draining;
+    if (draining) void reply.status(503);
     // 'ready', 'connecting' or 'down' when GUARDIAN_REDIS_URL is set: reported, never gating
     // (ARCHITECTURE.md#fail-open rule 2).
     const redis = this.memo instanceof RedisMemoStore ? this.memo.status() : 'not configured';
     return {
-      status: 'ready',
+      status: draining ? 'draining' : 'ready',
       version: this.config.version,
       span_volume: await this.volume.check(),
       memo_store: this.memo.kind,

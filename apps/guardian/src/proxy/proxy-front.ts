@@ -6,7 +6,9 @@ import { ownedRoute, pathOnly } from '../formats/owned-route';
 import type { HostGate } from '../guardian-api/access.guard';
 import { apiStyleOf } from '../http/api-style';
 import { GuardianError, toHttpError } from '../http/http-error';
+import { SHUTTING_DOWN_RETRY_AFTER_SECONDS, shuttingDown, type ServingState } from '../http/serving-state';
 import type { GuardianLogger } from '../observability/guardian-logger';
+import type { OpenStreams } from './stream-ending';
 
 /** Methods forwarded upstream (RFC 9110 §9 plus PATCH); CONNECT and TRACE are not proxied (Fastify answers 404). */
 export const PROXIED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -27,6 +29,8 @@ export interface ProxiedRequest {
   /** The body's exact bytes; undefined when the request has none (or is a GET/HEAD). */
   body: Buffer | undefined;
   id: string;
+  /** Where the proxy registers a streamed answer, so shutdown can end it with an error event (stream-ending.ts). */
+  streams: OpenStreams;
 }
 
 export interface ProxyHandler {
@@ -41,10 +45,6 @@ export interface ProxyHandler {
  * sidecar more CPU than a whole bare proxy spends on a request (docs/BENCHMARKS.md).
  */
 export class ProxyFront {
-  /** Answers still go out, with `Connection: close` (the first phase of shutdown). */
-  private draining = false;
-  /** New requests are refused with 503, as Fastify's `return503OnClosing` did (the second phase). */
-  private refusing = false;
   private nextId = 0;
 
   constructor(
@@ -54,6 +54,9 @@ export class ProxyFront {
       metrics: GuardianMetrics;
       logger: GuardianLogger;
       bodyLimit: number;
+      /** Shutdown's phases: answers go out with `Connection: close`, then new requests are refused with 503. */
+      serving: ServingState;
+      streams: OpenStreams;
     },
   ) {}
 
@@ -62,21 +65,16 @@ export class ProxyFront {
     return PROXIED_METHODS.has(req.method ?? '') && !isOwnEndpoint(req.url ?? '/');
   }
 
-  drain(): void {
-    this.draining = true;
-  }
-
-  refuseNew(): void {
-    this.draining = true;
-    this.refusing = true;
-  }
-
   serve(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/';
-    if (this.draining) res.setHeader('connection', 'close');
-    if (this.refusing) {
-      res.writeHead(503, { 'content-type': 'application/json' });
-      res.end('{"error":"Service Unavailable","message":"Service Unavailable","statusCode":503}');
+    const serving = this.deps.serving;
+    if (serving.draining) res.setHeader('connection', 'close');
+    if (serving.refusing) {
+      // The listener is closed; this came on a connection kept alive from before. Answered in guardian's own shape,
+      // with a hint to retry (another replica takes it), and the connection is closed after it (issue 30 item 1).
+      res.setHeader('retry-after', String(SHUTTING_DOWN_RETRY_AFTER_SECONDS));
+      sendError(req, res, shuttingDown());
+      req.resume();
       return;
     }
     const method = req.method ?? 'GET';
@@ -90,7 +88,7 @@ export class ProxyFront {
     const header = req.headers['x-request-id'];
     const id = typeof header === 'string' && header !== '' ? header : `req-${(this.nextId++).toString(36)}`;
     if (method === 'GET' || method === 'HEAD' || !hasBody(req)) {
-      this.run({ req, res, url, body: undefined, id });
+      this.run({ req, res, url, body: undefined, id, streams: this.deps.streams });
       return;
     }
     const declared = Number(req.headers['content-length']);
@@ -127,7 +125,7 @@ export class ProxyFront {
         : chunks.length === 1
           ? chunks[0]!
           : Buffer.concat(chunks, size);
-      this.run({ req, res, url, body, id });
+      this.run({ req, res, url, body, id, streams: this.deps.streams });
     };
     req.on('data', onData);
     req.once('end', onEnd);

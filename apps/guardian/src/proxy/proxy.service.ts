@@ -9,23 +9,22 @@ import {
   responseHeadersForClient,
   UpstreamClient,
   UpstreamError,
-  upstreamPathFor,
   type UpstreamResponse,
 } from '@guardian/upstream';
 
 import { AccessPolicy } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
+import { forwardedPath } from '../http/dot-segments';
 import { GuardianError } from '../http/http-error';
 import { ownedRoute, type OwnedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
-import type { PrepareInput } from '../compaction/compaction-context';
-import type { Exchange } from '../compaction/exchange';
-import { OverflowRecovery } from '../compaction/overflow-recovery';
-import { readSessionHeader, sessionRequiredMessage } from '../compaction/session';
-import { Observability } from '../observability/observability';
+import type { Exchange } from '../compaction/answer/exchange';
+import type { PrepareInput, PreparedRequest } from '../compaction/handoff';
+import { readSessionHeader, sessionRequiredMessage } from '../compaction/request/session';
 import { withRequestTiming, type RequestTiming } from '../observability/request-timing';
 import { ClientGone } from './client-gone';
 import { sendError, type ProxiedRequest, type ProxyHandler } from './proxy-front';
+import { ProxyReporter } from './proxy-reporter';
 
 /**
  * The request path, top to bottom: read the body guardian was given (raw bytes), let compaction decide what to
@@ -39,9 +38,8 @@ export class ProxyService implements ProxyHandler {
     private readonly config: GuardianConfig,
     private readonly upstream: UpstreamClient,
     private readonly compaction: CompactionService,
-    private readonly recovery: OverflowRecovery,
-    private readonly obs: Observability,
     private readonly access: AccessPolicy,
+    private readonly reporter: ProxyReporter,
   ) {}
 
   /**
@@ -62,117 +60,134 @@ export class ProxyService implements ProxyHandler {
     );
   }
 
+  /** Admit, prepare, send (with one retry on overflow), relay: each step once, in this order. */
   private async forward(
     p: ProxiedRequest,
-    route: ReturnType<typeof ownedRoute>,
+    route: OwnedRoute | undefined,
     onClose: () => void,
   ): Promise<void> {
     const { req, res, url } = p;
     const started = performance.now();
-
     // A client that goes away aborts the upstream request (and any summariser call it is waiting on).
     const gone = new ClientGone();
-    // The answer ends one of three ways: whole ('end'), cut by the client ('close' first), or broken by the upstream
-    // after its status line ('error'). Only the last is an upstream error (issue 12 defect 8: it was counted as
-    // a success); the first of them decides, the others are ignored.
-    const answer: { status?: number; exchange?: Exchange; settled?: boolean } = {};
-    const settle = (upstreamError: boolean): void => {
-      if (answer.status === undefined || answer.settled) return;
-      answer.settled = true;
-      if (answer.exchange) answer.exchange.finish({ status: answer.status, upstreamError });
-      else
-        this.obs.metrics.requests.inc({
-          route: 'other',
-          outcome: upstreamError ? 'upstream_error' : 'passthrough',
-        });
-    };
     res.once('close', () => {
       if (!res.writableFinished) gone.abort();
-      settle(false);
       onClose();
     });
+    const admitted = this.admit(p, route);
+    if (!admitted) return;
 
-    // Team mode (ARCHITECTURE.md#access): the token names the owner of the request's session, or refuses it at the
-    // door. Read from the separate header lines, like the session: two different tokens name no one. The lines are
-    // read only when there is such a header: `headersDistinct` builds an object for every header.
+    // Nothing reaches the upstream outside its root (ADR 0019): a path that would climb out is refused here.
+    const target = forwardedPath(url, this.config.upstream.basePath);
+    if (!target.ok) {
+      this.reporter.refused(route ?? 'other');
+      sendError(req, res, target.refusal);
+      return;
+    }
+    const path = target.value;
+    const headers = requestHeadersForUpstream(req.headers);
+    const prepared =
+      route && p.body
+        ? await this.prepare(
+            new EdgeInput(
+              {
+                route,
+                url,
+                headers: req.headers,
+                upstreamHeaders: headers,
+                body: p.body,
+                ...admitted,
+                reqId: p.id,
+              },
+              gone,
+            ),
+            started,
+          )
+        : undefined;
+    const send = (body: Buffer | undefined): Promise<UpstreamResponse> =>
+      this.upstream.request({ method: req.method ?? 'GET', path, headers, body, signal: gone });
+
+    let request = prepared?.request;
+    const timing = { sentAt: performance.now(), overheadMs: prepared?.overheadMs ?? 0 };
+    let upstream: UpstreamResponse;
+    try {
+      upstream = await send(request ? request.body : p.body);
+      // An error answer may be an overflow: recovery decides once more and retries (ARCHITECTURE.md#fail-open rule 5).
+      if (request && upstream.status >= 400)
+        ({ request, res: upstream } = await this.compaction.recover(request, upstream, send));
+    } catch (err) {
+      this.upstreamFailed(p, err, request && this.compaction.follow(request, timing), gone.aborted, path);
+      return;
+    }
+    this.relay(p, upstream, request && this.compaction.follow(request, timing));
+  }
+
+  /**
+   * The door: team mode's token names the owner of the request's session, or refuses it (ARCHITECTURE.md#access);
+   * a required session header must be usable. Both are read from the separate header lines: two different values
+   * name no one. Undefined when the request was refused (the refusal is sent).
+   */
+  private admit(
+    p: ProxiedRequest,
+    route: OwnedRoute | undefined,
+  ): Pick<PrepareInput, 'sessionHeader' | 'owner'> | undefined {
+    const { req, res } = p;
     const verdict = this.access.proxy(
       this.access.identify(headerLines(req, 'x-guardian-token')),
       req.method ?? 'GET',
     );
     if (!verdict.ok) {
-      this.obs.metrics.requests.inc({ route: route ?? 'other', outcome: 'refused' });
+      this.reporter.refused(route ?? 'other');
       sendError(req, res, verdict.refusal);
-      return;
+      return undefined;
     }
-
     const sessionHeader = readSessionHeader(headerLines(req, 'x-guardian-session'));
     if (route && this.config.proxy.sessionHeaderRequired && sessionHeader.kind !== 'value') {
-      this.obs.metrics.requests.inc({ route, outcome: 'refused' });
+      this.reporter.refused(route);
       sendError(
         req,
         res,
         new GuardianError('GUARDIAN_SESSION_REQUIRED', sessionRequiredMessage(sessionHeader), 400),
       );
-      return;
+      return undefined;
     }
+    return { sessionHeader, owner: verdict.value };
+  }
 
-    const headers = requestHeadersForUpstream(req.headers);
-    const path = upstreamPathFor(url, this.config.upstream.basePath);
-    let exchange: Exchange | undefined;
-    let preparedMs = 0;
-    if (route && p.body) {
-      const input = new EdgeInput(
-        {
-          route,
-          url,
-          headers: req.headers,
-          upstreamHeaders: headers,
-          body: p.body,
-          sessionHeader,
-          owner: verdict.value,
-          reqId: p.id,
-        },
-        gone,
-      );
-      // A request whose size alone proves it fits is decided without parsing or waiting (ADR 0013).
-      exchange = this.compaction.fastPath(input);
-      if (exchange) preparedMs = performance.now() - started;
-      else {
-        // Guardian's own calls to the upstream while preparing (window, /tokenize, summaries) are timed apart.
-        const timing: RequestTiming = { upstreamWaitMs: 0 };
-        exchange = await withRequestTiming(timing, () => this.compaction.prepare(input));
-        preparedMs = performance.now() - started - timing.upstreamWaitMs;
-      }
-    }
+  /**
+   * Compaction's answer for an owned request, and guardian's own time before it went on: a request whose size alone
+   * proves it fits is decided without parsing or waiting (ADR 0013); on the full path, guardian's own calls to the
+   * upstream (window, /tokenize, summaries) are timed apart.
+   */
+  private async prepare(
+    input: EdgeInput,
+    started: number,
+  ): Promise<{ request: PreparedRequest; overheadMs: number }> {
+    const fast = this.compaction.fastPath(input);
+    if (fast) return { request: fast, overheadMs: performance.now() - started };
+    const timing: RequestTiming = { upstreamWaitMs: 0 };
+    const request = await withRequestTiming(timing, () => this.compaction.prepare(input));
+    return { request, overheadMs: performance.now() - started - timing.upstreamWaitMs };
+  }
 
-    let upstream: UpstreamResponse;
-    try {
-      upstream = await this.upstream.request({
-        method: req.method ?? 'GET',
-        path,
-        headers,
-        body: exchange ? exchange.body : p.body,
-        signal: gone,
-      });
-      if (exchange && upstream.status >= 400) {
-        // An error answer may be an overflow: recovery needs the parsed request, which the fast path skipped.
-        exchange = await this.compaction.complete(exchange);
-        upstream = await this.recovery.recover(exchange, upstream, (body) =>
-          this.upstream.request({ method: req.method ?? 'POST', path, headers, body, signal: gone }),
-        );
-      }
-    } catch (err) {
-      this.upstreamFailed(p, err, exchange, gone.aborted, path);
-      return;
-    }
-
-    const ex = exchange;
-    answer.status = upstream.status;
-    answer.exchange = ex;
+  /**
+   * Streams the answer back as it arrives. It ends one of three ways: whole ('end'), cut by the client ('close'
+   * first), or broken by the upstream after its status line ('error'). Only the last is an upstream error (issue 12
+   * defect 8: it was counted as a success); the first of them settles the request, the others are ignored.
+   */
+  private relay(p: ProxiedRequest, upstream: UpstreamResponse, exchange: Exchange | undefined): void {
+    const { res } = p;
+    let settled = false;
+    const settle = (upstreamError: boolean): void => {
+      if (settled) return;
+      settled = true;
+      if (exchange) exchange.finish({ status: upstream.status, upstreamError });
+      else this.reporter.unowned(upstreamError ? 'upstream_error' : 'passthrough');
+    };
     const body = upstream.body;
     body.once('error', (err: Error) => {
       settle(true);
-      this.obs.logger.warn({ reqId: p.id, err: err.message }, 'upstream body failed mid-stream');
+      this.reporter.logger.warn({ reqId: p.id, err: err.message }, 'upstream body failed mid-stream');
       res.destroy(err);
     });
     if (res.destroyed) {
@@ -181,12 +196,14 @@ export class ProxyService implements ProxyHandler {
       body.destroy();
       return;
     }
+    res.once('close', () => settle(false));
     const out = responseHeadersForClient(upstream.headers);
-    if (ex) for (const name in ex.responseHeaders) out[name] = ex.responseHeaders[name]!;
+    if (exchange) for (const name in exchange.responseHeaders) out[name] = exchange.responseHeaders[name]!;
     res.writeHead(upstream.status, out);
     body.pipe(res);
+    p.streams.follow(p, upstream);
     // After the pipe's own listeners: the answer's last bytes reach the client before its bookkeeping runs.
-    if (ex) ex.observe(upstream, { overheadMs: preparedMs });
+    if (exchange) exchange.observe(upstream);
     body.once('end', () => settle(false));
   }
 
@@ -202,12 +219,13 @@ export class ProxyService implements ProxyHandler {
         ? err
         : new UpstreamError('UPSTREAM_UNREACHABLE', 'the upstream could not be reached', 502, { cause: err });
     if (exchange) exchange.finish({ status: e.status, upstreamError: true });
-    else this.obs.metrics.requests.inc({ route: 'other', outcome: 'upstream_error' });
+    else this.reporter.unowned('upstream_error');
+    const { logger } = this.reporter;
     if (aborted || e.code === 'UPSTREAM_ABORTED') {
-      this.obs.logger.debug({ reqId: p.id }, 'client went away before the upstream answered');
+      logger.debug({ reqId: p.id }, 'client went away before the upstream answered');
       return;
     }
-    this.obs.logger.warn({ reqId: p.id, code: e.code, path: path.split('?')[0] }, 'upstream request failed');
+    logger.warn({ reqId: p.id, code: e.code, path: path.split('?')[0] }, 'upstream request failed');
     if (p.res.headersSent || p.res.destroyed) return;
     sendError(p.req, p.res, e);
   }

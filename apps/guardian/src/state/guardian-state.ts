@@ -6,6 +6,7 @@ export type EventKind =
   | 'compaction'
   | 'summary_chunked'
   | 'oversized_spill'
+  | 'newest_cut'
   | 'fail_open'
   | 'overflow_recovered'
   | 'archive_deferred';
@@ -48,23 +49,76 @@ export class GuardianState {
   lastModel: string | undefined;
 
   // Counts that have a Prometheus series (compactions, reuses, fail-opens, ...) are kept there only, and
-  // /guardian/stats reads them from the registry (guardian-api/stats.ts). What is kept here has no metric.
-  /** Stretches whose summary failed and a checkpoint stood in (ADR 0007). */
-  summaryCheckpoints = 0;
-  tokensKeptOut = 0;
-  /** Forwarded on the size proof alone, never parsed (ADR 0013). */
-  passthroughBySize = 0;
-  /** Background pre-compactions running now (issue 14); the outcomes are guardian_precompact_total. */
-  precompactRunning = 0;
-  /** Compacted client requests that waited on a summariser call, and for how long in all. */
-  summaryWaits = 0;
-  summaryWaitSeconds = 0;
-  /** The summariser's circuit breaker per model (compaction/summary-breaker.ts): newest 16. */
+  // /guardian/stats reads them from the registry (guardian-api/stats.ts). What is kept here has no metric. Each is
+  // written only by the methods below, which the stages' reporters call: nothing else assigns to them.
+  #summaryCheckpoints = 0;
+  #tokensKeptOut = 0;
+  #passthroughBySize = 0;
+  #precompactRunning = 0;
+  #summaryWaits = 0;
+  #summaryWaitSeconds = 0;
+  #upstreamStatus: 'ok' | 'down' | 'unknown' = 'unknown';
+  #sealStatus: 'ok' | 'broken' | 'unknown' = 'unknown';
+  #sealCheckedAt: string | null = null;
+  /** The summariser's circuit breaker per model (compaction/decide/summary-breaker.ts): newest 16. */
   readonly summariserCircuits = new Map<string, { failures: number; opened: number; openUntil: number }>();
-  upstreamStatus: 'ok' | 'down' | 'unknown' = 'unknown';
+
+  /** Stretches whose summary failed and a checkpoint stood in (ADR 0007). */
+  get summaryCheckpoints(): number {
+    return this.#summaryCheckpoints;
+  }
+  get tokensKeptOut(): number {
+    return this.#tokensKeptOut;
+  }
+  /** Forwarded on the size proof alone, never parsed (ADR 0013). */
+  get passthroughBySize(): number {
+    return this.#passthroughBySize;
+  }
+  /** Background pre-compactions running now (issue 14); the outcomes are guardian_precompact_total. */
+  get precompactRunning(): number {
+    return this.#precompactRunning;
+  }
+  /** Compacted client requests that waited on a summariser call, and for how long in all. */
+  get summaryWaits(): number {
+    return this.#summaryWaits;
+  }
+  get summaryWaitSeconds(): number {
+    return this.#summaryWaitSeconds;
+  }
+  get upstreamStatus(): 'ok' | 'down' | 'unknown' {
+    return this.#upstreamStatus;
+  }
   /** Set by the seal monitor (archive-verifier/seal-monitor.ts): `unknown` until the first archive verify ends. */
-  sealStatus: 'ok' | 'broken' | 'unknown' = 'unknown';
-  sealCheckedAt: string | null = null;
+  get sealStatus(): 'ok' | 'broken' | 'unknown' {
+    return this.#sealStatus;
+  }
+  get sealCheckedAt(): string | null {
+    return this.#sealCheckedAt;
+  }
+
+  countSummaryCheckpoint(): void {
+    this.#summaryCheckpoints += 1;
+  }
+  addTokensKeptOut(tokens: number): void {
+    this.#tokensKeptOut += Math.max(0, tokens);
+  }
+  countPassthroughBySize(): void {
+    this.#passthroughBySize += 1;
+  }
+  setPrecompactRunning(jobs: number): void {
+    this.#precompactRunning = jobs;
+  }
+  countSummaryWait(seconds: number): void {
+    this.#summaryWaits += 1;
+    this.#summaryWaitSeconds += seconds;
+  }
+  setUpstreamStatus(status: 'ok' | 'down'): void {
+    this.#upstreamStatus = status;
+  }
+  setSeal(status: 'ok' | 'broken' | 'unknown', checkedAt: string): void {
+    this.#sealStatus = status;
+    this.#sealCheckedAt = checkedAt;
+  }
 
   /** The model's window, marked as just used. */
   windowOf(model: string): WindowInfo | undefined {

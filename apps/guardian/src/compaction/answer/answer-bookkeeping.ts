@@ -1,0 +1,44 @@
+import { Injectable } from '@nestjs/common';
+
+import { RECALL_TOOL_NAMES } from '@guardian/compaction';
+
+import type { ObservedAnswer } from '../../formats/format-adapter';
+import { SpanRecorder } from '../decide/span-recorder';
+import type { AnswerFacts, Decision } from '../handoff';
+import { RequestCounter } from '../request/request-counter';
+import { AnswerReporter } from './answer-reporter';
+import { CaptureService } from './capture.service';
+import { UsageRecorder } from './usage-recorder';
+
+/**
+ * What follows an answered request, behind it: the calibration sample, recall tool calls for the receipts, the
+ * capture journal, and the session's usage (UsageRecorder). Nothing here can fail the request.
+ */
+@Injectable()
+export class AnswerBookkeeping {
+  constructor(
+    private readonly counter: RequestCounter,
+    private readonly recorder: SpanRecorder,
+    private readonly capture: CaptureService,
+    private readonly usage: UsageRecorder,
+    private readonly reporter: AnswerReporter,
+  ) {}
+
+  async record(facts: AnswerFacts, d: Decision, observed: ObservedAnswer): Promise<void> {
+    if (observed.promptTokens !== undefined && d.rawForwarded > 0)
+      this.counter.observe(facts.model, observed.promptTokens, d.rawForwarded);
+    for (const name of observed.toolNames) {
+      if (!RECALL_TOOL_NAMES.has(name)) continue;
+      this.reporter.recallToolCall(name);
+      await this.recorder.recallToolCall(facts.ownerHash);
+    }
+    if (facts.items)
+      this.capture.record({
+        sessionHash: facts.sessionHash,
+        ownerHash: facts.ownerHash,
+        route: facts.route,
+        messages: facts.items,
+      });
+    await this.usage.record(facts, d, observed.promptTokens);
+  }
+}

@@ -1,0 +1,50 @@
+import { Injectable } from '@nestjs/common';
+
+import { MemoStore } from '@guardian/memo';
+
+import type { AnswerFacts, Decision } from '../handoff';
+import { SessionTable } from '../request/session-table';
+import { chooseUsage } from '../request/usage-selection';
+import { AnswerReporter } from './answer-reporter';
+
+/**
+ * The session's LRU slot and its `/guardian/usage` record after an answer. The record follows the session's main
+ * conversation and not its probes or helper requests (ADR 0010).
+ */
+@Injectable()
+export class UsageRecorder {
+  constructor(
+    private readonly memo: MemoStore,
+    private readonly sessions: SessionTable,
+    private readonly reporter: AnswerReporter,
+  ) {}
+
+  /** `promptTokens`: the upstream's own count of what was forwarded, when its answer reported one. */
+  async record(facts: AnswerFacts, d: Decision, promptTokens: number | undefined): Promise<void> {
+    this.sessions.touch(facts.sessionHash, d.compactedAt);
+    this.reporter.activeSessions(this.sessions.size);
+    const previous = await this.memo.getUsage(facts.sessionHash);
+    const candidate = facts.candidate;
+    const now = new Date();
+    const choice = chooseUsage(previous, candidate, now.getTime());
+    if (!choice.follow) {
+      // A side request: the line keeps showing the conversation the developer is in, and the operator sees why.
+      this.reporter.usageSideRequest(choice.kind);
+      return;
+    }
+    // The upstream's own prompt count of what was forwarded is exact; without one, guardian's count stands.
+    const used = promptTokens ?? d.tokensAfter;
+    await this.memo.putUsage({
+      session: facts.sessionHash,
+      ...(facts.ownerHash === undefined ? {} : { owner: facts.ownerHash }),
+      window: facts.window,
+      used_after_compaction: used,
+      pct: Math.round((used / facts.window) * 1000) / 10,
+      count_source: promptTokens !== undefined ? 'tokenize' : facts.countSource,
+      model: facts.model,
+      last_compaction_at: d.compactedAt ?? previous?.last_compaction_at ?? null,
+      at: now.toISOString(),
+      tools: candidate.tools,
+    });
+  }
+}

@@ -1,0 +1,323 @@
+import { Injectable } from '@nestjs/common';
+
+import {
+  checkpointSummary,
+  evictedIndexes,
+  maxSummaryTokens,
+  mergePins,
+  mustKeepBullets,
+  summaryPromptLimit,
+  tokensForChars,
+  transcriptLine,
+  transcriptLineMaxChars,
+} from '@guardian/compaction';
+import { MemoStore, type MemoEntry } from '@guardian/memo';
+
+import { GuardianConfig } from '../../config/guardian-config';
+import type { RequestContext } from '../handoff';
+import { StageFailure } from '../compaction-errors';
+import { DecideReporter } from './decide-reporter';
+import { StretchArchiver } from './stretch-archiver';
+import { SummariseError, Summariser, type SummaryResult } from './summariser';
+
+/** The newest span refs a memo entry keeps (the block names fewer; the recall tools list them all). */
+export const MAX_MEMO_SPANS = 16;
+/** The newest `## Must Keep` bullets a memo entry keeps: a model's list must not grow an entry without bound. */
+export const MAX_MEMO_BULLETS = 64;
+
+/** One stretch as this request has it: the memo entry that stands for it, and what getting it cost. */
+export interface StretchResult {
+  entry: MemoEntry;
+  calls: number;
+  chunked: boolean;
+  /** True while some of the entry's messages could not be archived (ARCHITECTURE.md#fail-open rule 3). */
+  deferred: boolean;
+  /** The span this request wrote, for the compaction log line. */
+  run: string | null;
+  span: number | null;
+  /** The request waited on a summariser: its own call, or one under way for the same stretch (issue 14). */
+  waited: boolean;
+}
+
+/** Where an entry's unarchived messages start, if any. */
+export function pendingStart(entry: MemoEntry | undefined): number | undefined {
+  if (!entry) return undefined;
+  if (entry.pendingFrom !== undefined) return entry.pendingFrom;
+  return entry.span === undefined ? (entry.from ?? 0) : undefined;
+}
+
+/**
+ * The memo side of compaction (ARCHITECTURE.md#sessions, ARCHITECTURE.md#fail-open, ARCHITECTURE.md#compaction):
+ * finds the conversation's sticky cut, summarises a new stretch once (in this process and across replicas), archives
+ * what it evicts, and writes a stretch that an earlier turn could not archive as soon as a turn resends it. Throws
+ * only for the caller to fail open.
+ */
+@Injectable()
+export class StretchService {
+  private readonly inflight = new Map<string, Promise<StretchResult>>();
+
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly summariser: Summariser,
+    private readonly memo: MemoStore,
+    private readonly archiver: StretchArchiver,
+    private readonly reporter: DecideReporter,
+  ) {}
+
+  /**
+   * Every memo entry of this conversation, ascending by cut: the sticky cut, and any later one summarised ahead of
+   * need (issue 14). An entry matches only when the request's prefix up to its cut hashes the same
+   * (ARCHITECTURE.md#sessions).
+   */
+  async lookup(ctx: RequestContext, hashes: readonly string[]): Promise<MemoEntry[]> {
+    if (!this.config.summariser.memo) return [];
+    const cuts = (await this.memo.cuts(ctx.session.hash)).filter((c) => c > 0 && c < hashes.length);
+    const found = await Promise.all(
+      [...new Set(cuts)].map(async (cut) => {
+        const entry = await this.memo.get(ctx.session.hash, hashes[cut] ?? '');
+        return entry?.cut === cut ? entry : undefined;
+      }),
+    );
+    const entries = found.filter((e): e is MemoEntry => e !== undefined).sort((a, b) => a.cut - b.cut);
+    this.reporter.memoLookup(this.memo.kind, entries.length > 0);
+    return entries;
+  }
+
+  /**
+   * A stretch shorter than GUARDIAN_MIN_TRANSCRIPT_CHARS is not summarised (the seed's rule); rather than fail open,
+   * the request goes on to the spill, which may still make it fit.
+   */
+  worthSummarising(ctx: RequestContext, from: number, cut: number): boolean {
+    let chars = 0;
+    for (const i of evictedIndexes(ctx.conv.messages, from, cut)) {
+      const m = ctx.conv.messages[i]!;
+      chars += m.text.length + m.toolCalls.reduce((n, c) => n + c.args.length, 0);
+    }
+    return chars >= this.config.summariser.minTranscriptChars;
+  }
+
+  /**
+   * The sticky cut reused: no summariser call; a stretch still pending is archived now (ARCHITECTURE.md#fail-open
+   * rule 3). The first reuse of a summary made ahead of need counts it as used (issue 14).
+   */
+  async reuse(ctx: RequestContext, given: MemoEntry): Promise<StretchResult> {
+    let entry = given;
+    if (entry.precomputed) {
+      entry = { ...entry };
+      delete entry.precomputed;
+      this.reporter.precompactUsed();
+      await this.memo.put(ctx.session.hash, entry);
+    }
+    const pending = pendingStart(entry);
+    const reused: StretchResult = {
+      entry,
+      calls: 0,
+      chunked: false,
+      deferred: false,
+      run: null,
+      span: null,
+      waited: false,
+    };
+    this.reporter.summaryReused();
+    if (pending === undefined) return reused;
+    const archived = await this.archiver.stretch(ctx, evictedIndexes(ctx.conv.messages, pending, entry.cut), {
+      kind: pending > 0 ? 'continuation' : 'compaction',
+      summary: entry.summary,
+      continues: entry.spans.at(-1),
+      from: pending,
+    });
+    if (!archived.span) return { ...reused, deferred: true };
+    const updated = withSpans({ ...entry, span: archived.span }, entry, archived.refs);
+    delete updated.pendingFrom;
+    await this.memo.put(ctx.session.hash, updated);
+    return {
+      ...reused,
+      entry: updated,
+      run: archived.written?.run ?? null,
+      span: archived.written?.span ?? null,
+    };
+  }
+
+  /** One summariser run per stretch: concurrent requests for the same stretch share it (in process and across replicas). */
+  summarise(
+    ctx: RequestContext,
+    hashes: readonly string[],
+    memo: MemoEntry | undefined,
+    from: number,
+    cut: number,
+    opts: { precomputed?: boolean } = {},
+  ): Promise<StretchResult> {
+    const prefixHash = hashes[cut] ?? '';
+    const key = `${ctx.session.hash}:${prefixHash}`;
+    const precomputed = opts.precomputed === true;
+    const existing = this.inflight.get(key);
+    // A request that needs a stretch being summarised (in the background, or for another request) waits for it.
+    if (existing)
+      return existing.then((r) =>
+        this.forRequest(ctx, { ...r, calls: 0, chunked: false, waited: true }, precomputed),
+      );
+    const p = this.summariseOnce(ctx, prefixHash, memo, from, cut, precomputed).finally(() =>
+      this.inflight.delete(key),
+    );
+    this.inflight.set(key, p);
+    return p.then((r) => this.forRequest(ctx, r, precomputed));
+  }
+
+  /**
+   * A summary made ahead of need archived nothing (its messages were still in every request then). A client request
+   * that meets one, still under way or stored by another replica, folds those messages away now, so it archives them
+   * as a reuse does (issue 30 item 5): taken as it was, the block read the unarchived entry as a failed write.
+   */
+  private async forRequest(
+    ctx: RequestContext,
+    r: StretchResult,
+    precomputed: boolean,
+  ): Promise<StretchResult> {
+    if (precomputed || !r.entry.precomputed) return r;
+    const reused = await this.reuse(ctx, r.entry);
+    return { ...reused, calls: r.calls, chunked: r.chunked, waited: r.waited };
+  }
+
+  private async summariseOnce(
+    ctx: RequestContext,
+    prefixHash: string,
+    memo: MemoEntry | undefined,
+    from: number,
+    cut: number,
+    precomputed: boolean,
+  ): Promise<StretchResult> {
+    const stored = (entry: MemoEntry, waited: boolean): StretchResult => ({
+      entry,
+      calls: 0,
+      chunked: false,
+      deferred: pendingStart(entry) !== undefined,
+      run: null,
+      span: null,
+      waited,
+    });
+    const lock = await this.memo.lock(ctx.session.hash, prefixHash, this.config.memo.lockWaitMs + 10_000);
+    try {
+      if (!lock) {
+        // Another replica is summarising this stretch: wait for its summary, else do it ourselves
+        // (ARCHITECTURE.md#fail-open rule 4).
+        const theirs = await this.memo.waitFor(ctx.session.hash, prefixHash, this.config.memo.lockWaitMs);
+        if (theirs) return stored(theirs, true);
+      } else {
+        // Another replica may have stored this stretch and released its lock between our lookup and our lock.
+        const theirs = await this.memo.get(ctx.session.hash, prefixHash);
+        if (theirs?.cut === cut) return stored(theirs, false);
+      }
+      const { conv } = ctx;
+      const evicted = evictedIndexes(conv.messages, from, cut);
+      const { result, failure } = await this.summary(ctx, evicted, from > 0 ? memo?.summary : undefined);
+      // A checkpoint goes out now only where the client's bytes cannot: the upstream refused them (overflow
+      // recovery), or they exceed the window itself. Otherwise this turn fails open as before, and the memoized
+      // checkpoint serves the next turns instead of asking the failing model again (issue 20, ADR 0007).
+      const forwardNow =
+        failure === undefined ||
+        precomputed ||
+        ctx.reason === 'overflow' ||
+        ctx.count.tokens > ctx.window.window;
+      // Messages an earlier turn could not archive are written with this stretch (ARCHITECTURE.md#fail-open rule 3,
+      // issue 12 defect 1).
+      const archiveFrom = Math.min(pendingStart(memo) ?? from, from);
+      // A summary made ahead of need archives nothing yet: its messages are still in every forwarded request. The
+      // first request that reuses it writes the span (reuse, like a deferred stretch), so nothing is archived twice
+      // and nothing that was never folded away is archived at all.
+      const archived =
+        precomputed || !forwardNow
+          ? { refs: [] as string[], span: undefined, written: undefined }
+          : await this.archiver.stretch(ctx, evictedIndexes(conv.messages, archiveFrom, cut), {
+              kind: archiveFrom > 0 && memo ? 'continuation' : 'compaction',
+              summary: result.summary,
+              continues: archiveFrom > 0 ? memo?.spans.at(-1) : undefined,
+              from: archiveFrom,
+            });
+      const base: MemoEntry = {
+        summary: result.summary,
+        mustKeep: mergePins(memo?.mustKeep ?? [], mustKeepBullets(result.summary)).slice(-MAX_MEMO_BULLETS),
+        cut,
+        from,
+        prefixHash,
+        spans: [],
+        summaryTokens: tokensForChars(result.summary.length, ctx.count.counter),
+        createdAt: new Date().toISOString(),
+      };
+      if (archived.span) base.span = archived.span;
+      else base.pendingFrom = archiveFrom;
+      if (precomputed) base.precomputed = true;
+      if (failure) base.checkpoint = true;
+      const entry = withSpans(base, memo, archived.refs);
+      if (this.config.summariser.memo) await this.memo.put(ctx.session.hash, entry);
+      // The summariser failed and its checkpoint may not go out now: the summarise stage fails open.
+      if (!forwardNow) throw new StageFailure('summarise', failure);
+      return {
+        entry,
+        calls: result.calls,
+        chunked: result.chunked,
+        deferred: !precomputed && forwardNow && archived.span === undefined,
+        run: archived.written?.run ?? null,
+        span: archived.written?.span ?? null,
+        waited: true,
+      };
+    } finally {
+      await lock?.release();
+    }
+  }
+
+  /**
+   * The model's summary of the evicted messages, or, when it cannot be had (an error, a timeout, a summary too short
+   * twice, the breaker open), a checkpoint written without a model that extends the previous summary (ADR 0007). The
+   * caller decides whether the checkpoint goes out now; `failure` says why there is no model summary.
+   */
+  private async summary(
+    ctx: RequestContext,
+    evicted: readonly number[],
+    prior: string | undefined,
+  ): Promise<{ result: SummaryResult; failure?: SummariseError }> {
+    const { conv } = ctx;
+    const maxChars = transcriptLineMaxChars({
+      limitTokens: summaryPromptLimit(ctx.budget),
+      summaryAllowanceTokens: maxSummaryTokens(ctx.budget),
+      counter: ctx.count.counter,
+    });
+    const toolArgChars = this.config.summariser.toolArgChars;
+    try {
+      const result = await this.summariser.summarise({
+        adapter: ctx.adapter,
+        model: conv.model,
+        headers: ctx.auth,
+        lines: evicted.map((i) => transcriptLine(conv.messages[i]!, i, { toolArgChars, maxChars })),
+        prior,
+        budget: ctx.budget,
+        counter: ctx.count.counter,
+        signal: ctx.input.signal,
+        route: conv.route,
+      });
+      if (result.chunked) {
+        this.reporter.summaryChunked(ctx, result.calls);
+      }
+      return { result };
+    } catch (err) {
+      // A client that went away, or a transcript too short to be worth a summary: nothing to stand in for.
+      if (!(err instanceof SummariseError)) throw err;
+      if (err.code === 'TRANSCRIPT_TOO_SHORT' || ctx.input.signal.aborted)
+        throw new StageFailure('summarise', err);
+      this.reporter.summaryCheckpoint(ctx, err.code);
+      const checkpoint = checkpointSummary(evicted.map((i) => conv.messages[i]!));
+      const summary = prior === undefined ? checkpoint : `${prior}\n\n${checkpoint}`;
+      return { result: { summary, calls: 0, chunked: false, retries: 0 }, failure: err };
+    }
+  }
+}
+
+/** The entry with `refs` added to its predecessor's spans, the newest MAX_MEMO_SPANS kept and the total counted. */
+function withSpans(entry: MemoEntry, previous: MemoEntry | undefined, refs: readonly string[]): MemoEntry {
+  const before = previous?.spans ?? [];
+  const all = mergePins(before, refs);
+  const total = Math.max(previous?.spanTotal ?? before.length, before.length) + (all.length - before.length);
+  const out: MemoEntry = { ...entry, spans: all.slice(-MAX_MEMO_SPANS) };
+  if (total > out.spans.length) out.spanTotal = total;
+  else delete out.spanTotal;
+  return out;
+}

@@ -1,0 +1,199 @@
+import { randomBytes } from 'node:crypto';
+
+import { Injectable } from '@nestjs/common';
+
+import {
+  buildSummaryPrompt,
+  groupForPrompts,
+  maxSummaryTokens,
+  summaryPromptLimit,
+  type BudgetInfo,
+  type Counter,
+  type SummaryPrompt,
+} from '@guardian/compaction';
+import { CodedError } from '@guardian/errors';
+import { genAiAttributes, withSpan } from '@guardian/telemetry';
+import { UpstreamClient, type HeaderMap } from '@guardian/upstream';
+
+import { GuardianConfig } from '../../config/guardian-config';
+import { DecideReporter } from './decide-reporter';
+import type { FormatAdapter } from '../../formats/format-adapter';
+import { SummaryBreaker } from './summary-breaker';
+
+/** A summary could not be had: the compaction fails open. `code` names why. */
+export type SummariseErrorCode =
+  | 'SUMMARY_HTTP_ERROR'
+  | 'SUMMARY_TIMEOUT'
+  | 'SUMMARY_CIRCUIT_OPEN'
+  | 'SUMMARY_TOO_SHORT'
+  | 'SUMMARY_EMPTY'
+  | 'TRANSCRIPT_TOO_SHORT';
+
+export class SummariseError extends CodedError<SummariseErrorCode> {
+  override readonly name = 'SummariseError';
+}
+
+export interface SummaryResult {
+  summary: string;
+  calls: number;
+  chunked: boolean;
+  retries: number;
+}
+
+export interface SummariseInput {
+  adapter: FormatAdapter;
+  model: string;
+  headers: HeaderMap;
+  lines: string[];
+  prior?: string;
+  budget: BudgetInfo;
+  counter: Counter;
+  signal: AbortSignal;
+  route: 'chat' | 'messages' | 'responses';
+}
+
+/**
+ * Summarises an evicted stretch with the same upstream and model, the client's credentials forwarded (issue 3 §5).
+ * A prompt that would not fit (summaryPromptLimit: the window less the summary) is done in consecutive groups (first group; then summary so far +
+ * next group). A summary under GUARDIAN_MIN_SUMMARY_CHARS is asked for once more; any failure throws SummariseError.
+ */
+@Injectable()
+export class Summariser {
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly upstream: UpstreamClient,
+    private readonly reporter: DecideReporter,
+    private readonly breaker: SummaryBreaker,
+  ) {}
+
+  /**
+   * The summary, or SummariseError. Behind the model's circuit breaker: a model whose summaries keep failing is
+   * not asked until the breaker's schedule says so (SUMMARY_CIRCUIT_OPEN), and each outcome moves the breaker.
+   */
+  async summarise(input: SummariseInput): Promise<SummaryResult> {
+    if (!this.breaker.allows(input.model))
+      throw new SummariseError(
+        'SUMMARY_CIRCUIT_OPEN',
+        'the summariser keeps failing for this model; not asked now',
+      );
+    try {
+      const result = await this.summariseOnce(input);
+      this.breaker.success(input.model);
+      return result;
+    } catch (err) {
+      // A transcript too short to summarise, or a client that went away, says nothing about the model.
+      if (err instanceof SummariseError && err.code !== 'TRANSCRIPT_TOO_SHORT' && !input.signal.aborted)
+        this.breaker.failure(input.model);
+      throw err;
+    }
+  }
+
+  private async summariseOnce(input: SummariseInput): Promise<SummaryResult> {
+    const { summariser } = this.config;
+    const transcriptChars = input.lines.reduce((n, l) => n + l.length, 0);
+    if (transcriptChars < summariser.minTranscriptChars) {
+      throw new SummariseError(
+        'TRANSCRIPT_TOO_SHORT',
+        `transcript of ${transcriptChars} chars is under GUARDIAN_MIN_TRANSCRIPT_CHARS`,
+      );
+    }
+    const maxTokens = maxSummaryTokens(input.budget);
+    const groups = groupForPrompts(input.lines, {
+      limitTokens: summaryPromptLimit(input.budget),
+      summaryAllowanceTokens: maxTokens,
+      counter: input.counter,
+      hasPrior: input.prior !== undefined,
+    });
+    let summary = input.prior;
+    let calls = 0;
+    let retries = 0;
+    for (const group of groups) {
+      const prompt = buildSummaryPrompt(group, summary, {
+        nonce: randomBytes(9).toString('base64url'),
+        toolArgChars: summariser.toolArgChars,
+      });
+      let text = await this.call(input, prompt, maxTokens);
+      calls += 1;
+      if (text.length < summariser.minSummaryChars) {
+        retries += 1;
+        this.reporter.summaryRetry();
+        text = await this.call(input, prompt, maxTokens);
+        calls += 1;
+        if (text.length < summariser.minSummaryChars) {
+          throw new SummariseError(
+            'SUMMARY_TOO_SHORT',
+            `summary of ${text.length} chars twice under GUARDIAN_MIN_SUMMARY_CHARS`,
+          );
+        }
+      }
+      summary = text;
+    }
+    if (summary === undefined) throw new SummariseError('SUMMARY_EMPTY', 'nothing to summarise');
+    return { summary, calls, chunked: groups.length > 1, retries };
+  }
+
+  private async call(input: SummariseInput, prompt: SummaryPrompt, maxTokens: number): Promise<string> {
+    const { path, body } = input.adapter.summariserCall(input.model, prompt, {
+      maxTokens,
+      reasoningEffort: this.config.summariser.reasoningEffort,
+    });
+    const started = performance.now();
+    return withSpan(
+      'guardian.summarise',
+      {
+        ...genAiAttributes({ operation: 'chat', model: input.model, system: genAiSystem(input.route) }),
+        'gen_ai.request.max_tokens': maxTokens,
+      },
+      async (span) => {
+        // Each call has its own deadline, well under the upstream timeout: a hung summariser holds the client for
+        // GUARDIAN_SUMMARY_TIMEOUT_MS, then the request fails open (issue 11).
+        const timeoutMs = this.config.summariser.timeoutMs;
+        const deadline = AbortSignal.timeout(timeoutMs);
+        try {
+          const res = await this.upstream.json({
+            method: 'POST',
+            path: `${this.config.upstream.basePath}${path}`,
+            headers: { ...input.headers, 'content-type': 'application/json', accept: 'application/json' },
+            body: Buffer.from(JSON.stringify(body)),
+            signal: AbortSignal.any([input.signal, deadline]),
+          });
+          if (res.status !== 200) {
+            throw new SummariseError('SUMMARY_HTTP_ERROR', `summariser answered HTTP ${res.status}`);
+          }
+          const text = input.adapter.summaryText(res.body)?.trim() ?? '';
+          span.setAttributes(genAiAttributes(usageOf(res.body)));
+          this.reporter.summariserCall(
+            text.length < this.config.summariser.minSummaryChars ? 'short' : 'ok',
+            (performance.now() - started) / 1000,
+          );
+          return text;
+        } catch (err) {
+          this.reporter.summariserCall('error', (performance.now() - started) / 1000);
+          if (err instanceof SummariseError) throw err;
+          if (deadline.aborted && !input.signal.aborted)
+            throw new SummariseError('SUMMARY_TIMEOUT', `summariser gave no answer within ${timeoutMs} ms`, {
+              cause: err,
+            });
+          throw new SummariseError('SUMMARY_HTTP_ERROR', 'summariser call failed', { cause: err });
+        }
+      },
+    );
+  }
+}
+
+/** `gen_ai.system` from the route's wire format (OTel GenAI conventions name the API family, not the route). */
+export function genAiSystem(route: string): string {
+  return route === 'messages' ? 'anthropic' : 'openai';
+}
+
+/** Token counts the upstream reported for a summariser call: OpenAI chat, Anthropic and Responses shapes. */
+function usageOf(body: unknown): { inputTokens?: number; outputTokens?: number } {
+  const usage = typeof body === 'object' && body !== null ? (body as { usage?: unknown }).usage : undefined;
+  if (typeof usage !== 'object' || usage === null) return {};
+  const u = usage as Record<string, unknown>;
+  const n = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+  return {
+    inputTokens: n(u.prompt_tokens) ?? n(u.input_tokens),
+    outputTokens: n(u.completion_tokens) ?? n(u.output_tokens),
+  };
+}

@@ -1,0 +1,139 @@
+import { Injectable } from '@nestjs/common';
+
+import { LruMap } from '@guardian/collections';
+import { Calibration, requestChars, tokensForChars, type Counter } from '@guardian/compaction';
+import { tokenizeCount, UpstreamClient, type HeaderMap } from '@guardian/upstream';
+
+import { GuardianConfig } from '../../config/guardian-config';
+import { countExactly } from '../../formats/exact-count';
+import { jsonChars, type FormatAdapter, type ParsedConversation } from '../../formats/format-adapter';
+import type { RequestCount } from '../handoff';
+import { trackableModel } from './window.service';
+
+/**
+ * Models calibrated at once; names are the client's to choose, so the map is bounded (issue 12 defect 6). A usage
+ * sample marks its model as used; the model sampled least recently is forgotten first.
+ */
+const MAX_CALIBRATED_MODELS = 256;
+
+/** An estimate this close to the budget (either side) is worth an exact count. */
+export const NEAR_BUDGET = 0.15;
+
+/**
+ * Counts a request's tokens (issue 3 §2): characters / GUARDIAN_CHARS_PER_TOKEN over everything the request carries,
+ * times a factor learned per (upstream, model) from the usage the upstream reports. Near the budget, and when the
+ * upstream has a tokenizer endpoint, it asks for the exact count with a short timeout.
+ */
+@Injectable()
+export class RequestCounter {
+  private readonly calibrations = new LruMap<string, Calibration>(MAX_CALIBRATED_MODELS);
+  /** Exact-count attempts that failed in a row, per route; after a few the upstream is taken to have no counter. */
+  private readonly exactFailures = new Map<string, number>();
+
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly upstream: UpstreamClient,
+  ) {}
+
+  counterFor(model: string): Counter {
+    const cal = this.calibrations.peek(model);
+    const factor = this.config.compaction.calibrate && cal ? cal.factor : 1;
+    return { charsPerToken: this.config.compaction.charsPerToken, factor };
+  }
+
+  /** No usage sample yet for this model: the estimate is unproven (the budget keeps a margin: RequestStage). */
+  unproven(model: string): boolean {
+    return this.config.compaction.calibrate && (this.calibrations.peek(model)?.samples ?? 0) === 0;
+  }
+
+  isCalibrated(model: string): boolean {
+    return this.config.compaction.calibrate && (this.calibrations.peek(model)?.calibrated ?? false);
+  }
+
+  estimate(conv: ParsedConversation): RequestCount {
+    const counter = this.counterFor(conv.model);
+    const chars = requestChars(conv.messages, conv.fixedChars);
+    const rawEstimate = tokensForChars(chars, { ...counter, factor: 1 });
+    const tokens = tokensForChars(chars, counter);
+    return {
+      tokens,
+      rawEstimate,
+      counter,
+      source: this.isCalibrated(conv.model) ? 'calibrated' : 'estimate',
+    };
+  }
+
+  /** The estimate, made exact by the upstream's tokenizer when it lands near the budget. */
+  async count(
+    conv: ParsedConversation,
+    budget: number,
+    headers: HeaderMap,
+    adapter?: FormatAdapter,
+  ): Promise<RequestCount> {
+    const est = this.estimate(conv);
+    // Chat counts through the backend's /tokenize; other formats through their own endpoint when they have one
+    // (Anthropic: /v1/messages/count_tokens, issue 5).
+    const viaAdapter = conv.route !== 'chat' && adapter?.exactCount ? adapter : undefined;
+    if (conv.route !== 'chat' && !viaAdapter) return est;
+    if ((this.exactFailures.get(conv.route) ?? 0) >= 3) return est;
+    if (Math.abs(est.tokens - budget) > budget * NEAR_BUDGET) return est;
+    const timeoutMs = this.config.compaction.tokenizeTimeoutMs;
+    const tools = this.config.compaction.countTools ? conv.json.tools : undefined;
+    const exact = viaAdapter
+      ? await countExactly(viaAdapter, conv, {
+          upstream: this.upstream,
+          basePath: this.config.upstream.basePath,
+          headers,
+          timeoutMs,
+        }).then((tokens) => (tokens === undefined ? undefined : { tokens, toolsEstimated: false }))
+      : await tokenizeCount(this.upstream, {
+          model: conv.model,
+          messages: conv.items,
+          raw: rawOf(conv, tools),
+          flatText: () => conv.messages.map((m) => m.text).join('\n'),
+          tools,
+          toolTokens: tools === undefined ? 0 : tokensForChars(jsonChars(tools), est.counter),
+          headers,
+          timeoutMs,
+        });
+    if (exact === undefined) {
+      this.exactFailures.set(conv.route, (this.exactFailures.get(conv.route) ?? 0) + 1);
+      return est;
+    }
+    this.exactFailures.set(conv.route, 0);
+    // The plan estimates each message with the counter; scaled to the exact total, its sums agree with the
+    // upstream for this request (a dense paste the estimate undercounts would otherwise be kept as "fitting").
+    const factor = est.rawEstimate > 0 ? exact.tokens / est.rawEstimate : est.counter.factor;
+    return {
+      ...est,
+      tokens: exact.tokens,
+      source: exact.toolsEstimated ? 'tokenize+estimate' : 'tokenize',
+      counter: { ...est.counter, factor },
+    };
+  }
+
+  /** One usage sample: the upstream's prompt tokens for a request whose raw estimate was `rawEstimate`. */
+  observe(model: string, promptTokens: number, rawEstimate: number): void {
+    if (!trackableModel(model)) return;
+    let cal = this.calibrations.get(model);
+    if (!cal) {
+      cal = new Calibration();
+      this.calibrations.set(model, cal);
+    }
+    cal.observe(promptTokens, rawEstimate);
+  }
+}
+
+/** The client's own bytes of the messages (and tools), when the request was read with them (ConversationReader). */
+function rawOf(conv: ParsedConversation, tools: unknown): { messages: Buffer; tools?: Buffer } | undefined {
+  const raw = conv.raw;
+  if (!raw) return undefined;
+  const toolsRange = tools === undefined ? undefined : raw.fields.get('tools');
+  return {
+    messages: raw.body.subarray(raw.array.start, raw.array.end),
+    tools:
+      toolsRange && tools === conv.json.tools
+        ? raw.body.subarray(toolsRange.start, toolsRange.end)
+        : undefined,
+  };
+}

@@ -1,0 +1,130 @@
+import { sessionHash as storedSessionHash } from '@guardian/archive';
+import { hashTexts, type NeutralMessage } from '@guardian/compaction';
+
+import { isObject, str, type ParsedConversation } from '../../formats/format-adapter';
+import type { IgnoredReason, ResolvedSession, SessionHeader } from '../handoff';
+
+/**
+ * Header values longer than this (in bytes sent) are ignored and the derived key is used (ARCHITECTURE.md#sessions).
+ */
+export const MAX_SESSION_HEADER_BYTES = 256;
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Reads the header lines as Node delivers them (`headersDistinct`: one string per line, each byte one character,
+ * RFC 9110 §5.5). A value that is valid UTF-8 is read as UTF-8, which is what curl and the coding CLIs send; any
+ * other byte sequence stays as its bytes (Node's fetch sends `é` as the single byte 0xE9), so both spellings of
+ * `josé` name one session. The limit counts bytes on the wire. Whitespace-only is empty (OpenCode sends an empty
+ * value when `{env:USER}` is unset). Two lines with different values are ignored rather than guessed between:
+ * Node would otherwise join them into `dave, erin`, a session neither developer asked for.
+ */
+export function readSessionHeader(lines: readonly string[] | undefined): SessionHeader {
+  if (lines === undefined || lines.length === 0) return { kind: 'absent' };
+  const sent = new Map<string, number>();
+  for (const line of lines) {
+    const wire = line.trim();
+    if (wire === '') continue;
+    const bytes = Buffer.from(wire, 'latin1');
+    // Keyed by the decoded value: one name sent twice is one name, whichever way each line spelled it.
+    sent.set(decodeUtf8(bytes) ?? wire, bytes.length);
+  }
+  if (sent.size === 0) return ignored('empty', 'empty');
+  if (sent.size > 1) return ignored('repeated', `sent ${lines.length} times with different values`);
+  const [[value, bytes] = ['', 0]] = sent;
+  if (bytes > MAX_SESSION_HEADER_BYTES) return ignored('too_long', `over ${MAX_SESSION_HEADER_BYTES} bytes`);
+  return { kind: 'value', value };
+}
+
+function ignored(reason: IgnoredReason, detail: string): SessionHeader {
+  return {
+    kind: 'ignored',
+    reason,
+    detail,
+    warning: `X-Guardian-Session ignored: ${detail}; the derived session key is used`,
+  };
+}
+
+/** The message of the 400 that GUARDIAN_SESSION_HEADER_REQUIRED answers for a header that is not `value`. */
+export function sessionRequiredMessage(header: SessionHeader): string {
+  const base = `X-Guardian-Session (1-${MAX_SESSION_HEADER_BYTES} bytes) is required by GUARDIAN_SESSION_HEADER_REQUIRED`;
+  return header.kind === 'ignored' ? `${base}; the one sent was ignored: ${header.detail}` : base;
+}
+
+function decodeUtf8(bytes: Buffer): string | undefined {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    // Not UTF-8 (a client that sent latin1 bytes): the caller keeps the bytes as they came.
+    return undefined;
+  }
+}
+
+/**
+ * The session (ARCHITECTURE.md#sessions): the `X-Guardian-Session` value when one was sent and used, else a hash of
+ * model + first system message + first user message (the seed's rule). Raw values never reach a path or a label.
+ */
+export function resolveSession(
+  header: SessionHeader,
+  model: string,
+  messages: readonly Pick<NeutralMessage, 'role' | 'text'>[],
+  firstSystem: string,
+  owner?: { owner?: string; ownerHash?: string },
+): ResolvedSession {
+  // Team mode (ARCHITECTURE.md#sessions): the owner is part of the session, the derived key's too, so two developers who paste
+  // the same first messages, or send the same header value, never share a session.
+  const scoped = (key: string): Pick<ResolvedSession, 'key' | 'hash' | 'ownerHash'> =>
+    owner?.owner === undefined
+      ? { key, hash: sessionHash(key) }
+      : { key: `${owner.owner}/${key}`, hash: sessionHash(key, owner.owner), ownerHash: owner.ownerHash };
+  if (header.kind === 'value') return { ...scoped(header.value), fromHeader: true };
+  const system = firstSystem || messages.find((m) => m.role === 'system')?.text || '';
+  const user = messages.find((m) => m.role === 'user')?.text ?? '';
+  const key = `derived:${hashTexts(model, '\n', system, '\n', user).slice(0, 16)}`;
+  const session: ResolvedSession = { ...scoped(key), fromHeader: false };
+  if (header.kind === 'ignored') session.ignored = { reason: header.reason, warning: header.warning };
+  return session;
+}
+
+/**
+ * The session of a parsed request: the header, else the seed's key from its model, first system and first user text;
+ * in team mode scoped to the owner.
+ */
+export function sessionOfConversation(
+  header: SessionHeader,
+  conv: Pick<ParsedConversation, 'model' | 'messages' | 'json'>,
+  owner?: { owner?: string; ownerHash?: string },
+): ResolvedSession {
+  const firstSystem = topLevelSystemText(conv.json.system) || str(conv.json.instructions);
+  return resolveSession(header, conv.model, conv.messages, firstSystem, owner);
+}
+
+/** Anthropic's top-level `system` as text, whether a string or text blocks (Claude Code sends blocks). */
+export function topLevelSystemText(system: unknown): string {
+  if (typeof system === 'string') return system;
+  if (!Array.isArray(system)) return '';
+  return system
+    .filter((b): b is Record<string, unknown> => isObject(b) && b.type === 'text')
+    .map((b) => str(b.text))
+    .join('\n');
+}
+
+/** Keys hashed lately: a client sends the same header on every request, and sha256 is the costly part (ADR 0013). */
+const HASHED = new Map<string, string>();
+const MAX_HASHED = 4096;
+
+/**
+ * The stored form of a session key (libs/archive owns the rule, so the recall tools hash a raw value the same way);
+ * `/guardian/usage?session=<key>` looks a session up by it.
+ */
+export function sessionHash(key: string, owner?: string): string {
+  // An owner name holds no line break (OWNER_PATTERN), so the two parts of the memo key read one way only.
+  const memo = `${owner ?? ''}\n${key}`;
+  const known = HASHED.get(memo);
+  if (known !== undefined) return known;
+  const hash = storedSessionHash(key, owner);
+  // Keys are the clients' to choose: the memory is bounded by starting over (a miss only costs a hash).
+  if (HASHED.size >= MAX_HASHED) HASHED.clear();
+  HASHED.set(memo, hash);
+  return hash;
+}

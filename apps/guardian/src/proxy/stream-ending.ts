@@ -1,0 +1,108 @@
+import type { Readable } from 'node:stream';
+
+import type { UpstreamResponse } from '@guardian/upstream';
+
+import { ownedRoute } from '../formats/owned-route';
+import { apiStyleOf } from '../http/api-style';
+import { toHttpError } from '../http/http-error';
+import { shuttingDown } from '../http/serving-state';
+import type { ProxiedRequest } from './proxy-front';
+
+/** How long a stream caught between two events gets to reach the end of the one it is in before the error frame. */
+const EVENT_END_WAIT_MS = 1000;
+/** How long the ended streams get to hand their last frame to the socket before every connection is closed. */
+const FLUSH_WAIT_MS = 2000;
+
+/** One streamed answer being piped to its client. */
+interface OpenStream {
+  p: ProxiedRequest;
+  body: Readable;
+  /** The answer's bytes so far end where an event ends (a blank line), so a frame of ours can follow. */
+  atEventEnd: boolean;
+  /** The last bytes seen, for an event end split across two chunks. */
+  tail: string;
+  ending?: () => void;
+}
+
+/**
+ * The streamed (SSE) answers in flight, so shutdown ends what is still open at the grace's end with the route's own
+ * error event instead of a cut connection (issue 30 item 1): a client sees the stream fail in words its SDK
+ * understands (the Anthropic SDK throws on `event: error`, the OpenAI SDK on a data line carrying `error`), never a
+ * truncated answer it may take for a whole one. Only answers of `text/event-stream` are followed; the proxy registers
+ * each one where it pipes the upstream's body (`follow`).
+ */
+export class OpenStreams {
+  private readonly open = new Set<OpenStream>();
+
+  /** Follows the upstream's body piped into `p.res` until the answer is done; a non-SSE answer is not followed. */
+  follow(p: ProxiedRequest, upstream: UpstreamResponse): void {
+    const type = upstream.headers['content-type'];
+    if (typeof type !== 'string' || !type.startsWith('text/event-stream')) return;
+    const body = upstream.body;
+    const s: OpenStream = { p, body, atEventEnd: true, tail: '' };
+    this.open.add(s);
+    // After the pipe's own listener: when this runs, the chunk has been written to the client.
+    body.on('data', (chunk: Buffer) => {
+      s.tail = (s.tail + chunk.subarray(-4).toString('latin1')).slice(-4);
+      s.atEventEnd = s.tail.endsWith('\n\n') || s.tail.endsWith('\r\n\r\n') || s.tail.endsWith('\r\r');
+      if (s.atEventEnd) s.ending?.();
+    });
+    p.res.once('close', () => this.open.delete(s));
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  /**
+   * Ends every stream still open with its route's SSE error event, at the end of the event it is in, and resolves
+   * once they have all been handed to their sockets (or after a bounded wait: what is left is closed by the caller).
+   */
+  async endAll(): Promise<void> {
+    const done = [...this.open].map((s) => this.end(s));
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, FLUSH_WAIT_MS + EVENT_END_WAIT_MS);
+    });
+    await Promise.race([Promise.all(done), bound]);
+    clearTimeout(timer);
+  }
+
+  private end(s: OpenStream): Promise<void> {
+    const { res } = s.p;
+    const closed = new Promise<void>((resolve) => res.once('close', () => resolve()));
+    if (res.writableEnded) return closed;
+    let waited: NodeJS.Timeout | undefined;
+    const finish = (): void => {
+      if (s.ending === undefined) return;
+      s.ending = undefined;
+      clearTimeout(waited);
+      s.body.unpipe(res);
+      // An event cut in its middle is closed first, so the error frame is not read as part of it.
+      res.end((s.atEventEnd ? '' : '\n\n') + errorFrame(s.p));
+      // The upstream is let go once the client has the frame. Its body reports the abort as an error; that is
+      // this shutdown's doing, not the upstream's, so it is heard here and not logged as a broken upstream.
+      res.once('close', () => {
+        s.body.removeAllListeners('error');
+        s.body.once('error', () => undefined);
+        s.body.destroy();
+      });
+    };
+    s.ending = finish;
+    if (s.atEventEnd) finish();
+    else {
+      waited = setTimeout(finish, EVENT_END_WAIT_MS);
+      waited.unref();
+    }
+    return closed;
+  }
+}
+
+/** The route's own SSE error event: Anthropic's `event: error`, OpenAI's data line with `error` (and `event: error` on
+ * the Responses route, whose stream names every event). */
+export function errorFrame(p: Pick<ProxiedRequest, 'url' | 'req'>): string {
+  const style = apiStyleOf(p.url, p.req.headers);
+  const { body } = toHttpError(shuttingDown(), style);
+  const named = style === 'anthropic' || ownedRoute(p.req.method ?? 'GET', p.url) === 'responses';
+  return named ? `event: error\ndata: ${body}\n\n` : `data: ${body}\n\n`;
+}
