@@ -46,7 +46,7 @@ describe('the served span log', () => {
   });
   afterAll(async () => {
     await stack?.close();
-    rmSync(local, { recursive: true, force: true });
+    if (local !== undefined) rmSync(local, { recursive: true, force: true });
   });
 
   it('serves checkpoint, verifier key and tiles that Go’s sumdb packages accept', async () => {

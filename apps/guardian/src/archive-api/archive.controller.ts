@@ -122,12 +122,12 @@ export class ArchiveController {
     return this.readers.logs.list();
   }
 
-  @Get('log/*path')
+  @Get('log/*')
   ownLog(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<Buffer> {
     return this.logFile(req, reply, this.readers.logs.own, 'log/');
   }
 
-  @Get('logs/:name/*path')
+  @Get('logs/:name/*')
   namedLog(
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
