@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
-import { SealedArchive, searchArchive, sha256Hex, verifyArchive } from '@guardian/archive';
+import { SealedArchive, writerLog, searchArchive, sha256Hex, verifyArchive } from '@guardian/archive';
 
 import { writeResults } from './support';
 
@@ -76,6 +76,8 @@ async function writeBench(root: string, out: string[]): Promise<void> {
     anchorDir: join(root, 'anchor'),
     keepSpans: 100_000,
     replica: 'bench',
+    // As the sidecar writes: a signed checkpoint after each commit (issue 29), behind the request.
+    log: writerLog({ name: 'bench', originPrefix: 'bench' }),
   });
   const body = text(seeded(1), 100 * 1024);
   // Interleaved: what a request waits for (place: span file fsynced and renamed, chain line written), then the whole

@@ -35,6 +35,7 @@ describe('the recall API with two developers and an admin', () => {
     }
     const spanDir = join(stack.dataDir, 'spans');
     for (const run of await readdir(spanDir)) {
+      if (run.startsWith('.')) continue; // .tlog: the writers' logs (docs/ARCHIVE_FORMAT.md#the-log)
       const owner = JSON.parse(await readFile(join(spanDir, run, 'run.json'), 'utf8')).owner_hash;
       if (owner === ownerHash('alice')) runsOf.alice.push(run);
       if (owner === ownerHash('bob')) runsOf.bob.push(run);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 
-import { ArchiveWriter, CompactionLog, Receipts, SealedArchive } from '@guardian/archive';
+import { ArchiveWriter, CompactionLog, Receipts, SealedArchive, writerLog } from '@guardian/archive';
 import { InMemoryMemoStore, MemoStore, RedisMemoStore } from '@guardian/memo';
 import { GuardianMetrics, MEMO_OPS } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
@@ -142,6 +142,7 @@ function constructed({ config, logger, runtime }: GuardianModuleOptions): Provid
           // One open run per session in memory, bounded like the sessions themselves.
           maxOpenRuns: compaction.maxSessions,
           crashPoint: config.testCrashPoint,
+          log: writerLog({ ...archive.log, name: runtime.replica }),
           onWarning: (w) =>
             logger.warn({ warning: w }, 'archive side write failed; the span itself is sealed'),
         }),

@@ -33,3 +33,12 @@ export { SealedArchive, type SealedArchiveOptions } from './sealed-archive';
 export { searchArchive, type SearchResult } from './search';
 export { verifyArchive, verifyRun, type ChainBreak, type RunVerdict } from './verify';
 export { verifyIncrement, type VerifyCursor } from './verify-increment';
+
+// The archive as a transparency log (issue 29, docs/ARCHIVE_FORMAT.md#the-log).
+export { LogProofs } from './log-proofs';
+export { parseVerifierKey } from './signed-note';
+export { CHECKPOINT_FILE, SpanLog, VKEY_FILE } from './span-log';
+export { listLogs, logFolder, peekCheckpoint, readLogFile } from './span-log-read';
+export { spanEntry, verifyTlogProof } from './tlog-checkpoint';
+export { parseTilePath, tilePath } from './tlog-tiles';
+export { writerLog } from './writer-log';

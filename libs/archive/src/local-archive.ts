@@ -12,6 +12,7 @@ import type {
 } from './archive-source';
 import type { ChainHead } from './chain-reader';
 import type { ArchiveScope } from './owners';
+import { LogProofs } from './log-proofs';
 import { listDigests, readSpan, type DigestList, type ReadSpanResult } from './recall-read';
 import type { ReceiptCounts, Receipts } from './receipts';
 import {
@@ -46,6 +47,8 @@ export interface LocalArchiveOptions {
   /** Progress of a seal check over many runs (the CLI shows it on a terminal). */
   onVerifyProgress?: (done: number, total: number) => void;
   now?: () => Date;
+  /** Finds each answer's log entry and proof; one per process keeps what it read (default: a new one). */
+  logProofs?: LogProofs;
 }
 
 /**
@@ -54,7 +57,11 @@ export interface LocalArchiveOptions {
  * remote reads are one implementation (issue 15).
  */
 export class LocalArchive implements ArchiveSource {
-  constructor(private readonly opts: LocalArchiveOptions) {}
+  private readonly logProofs: LogProofs;
+
+  constructor(private readonly opts: LocalArchiveOptions) {
+    this.logProofs = opts.logProofs ?? new LogProofs(opts.spanDir);
+  }
 
   async runs(page: PageRequest<string> = {}): Promise<RunsPage> {
     const { limit } = page;
@@ -86,7 +93,8 @@ export class LocalArchive implements ArchiveSource {
   async readSpan(req: ReadSpanRequest): Promise<ReadSpanResult> {
     const read = await readSpan({ spanDir: this.opts.spanDir, scope: this.opts.scope, ...req });
     await this.record({ kind: 'span_opened', chars_returned: read.text.length });
-    return read;
+    const [proved] = await this.logProofs.attach([read]);
+    return proved ?? read;
   }
 
   digests(req: DigestsRequest): Promise<DigestList> {
@@ -105,7 +113,7 @@ export class LocalArchive implements ArchiveSource {
     const chars = result.hits.reduce((sum, h) => sum + h.snippet.length, 0);
     // Counts only: no term, no run id, no text (seed: "Every recall tool leaves a counts-only receipt").
     await this.record({ kind: 'recall_call', hits: result.hits.length, chars_returned: chars });
-    return result;
+    return { ...result, hits: await this.logProofs.attach(result.hits) };
   }
 
   seal(req: SealRequest): Promise<SealReport> {

@@ -129,6 +129,9 @@ export interface ReadSpanResult {
   truncated: boolean;
   /** Where the next read should start when the text was cut. */
   next_start: number | null;
+  /** The span's log entry and tlog-proof bundle (LocalArchive adds them; issue 29). */
+  log_entry?: string | null;
+  log_proof?: string | null;
 }
 
 /** Opens one span (index 0: the run's capture journal), or its messages start..end, cut at maxChars. */

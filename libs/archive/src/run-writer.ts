@@ -27,7 +27,8 @@ export interface ArchiveWarning {
     | 'ARCHIVE_ANCHOR_FAILED'
     | 'ARCHIVE_PRUNE_FAILED'
     | 'ARCHIVE_JOURNAL_FAILED'
-    | 'ARCHIVE_COMMIT_FAILED';
+    | 'ARCHIVE_COMMIT_FAILED'
+    | 'ARCHIVE_LOG_FAILED';
   run: string;
   cause: unknown;
 }
@@ -44,6 +45,8 @@ export interface RunWriterOptions {
   onWarning: (warning: ArchiveWarning) => void;
   /** Told the run's new head after every chain line lands (the seal monitor verifies up to it, never past). */
   onSealed?: (head: SealedHead) => void;
+  /** Told the log entries of the spans a commit made durable, in placement order (issue 29: the writer's log). */
+  onCommitted?: (entries: string[]) => void;
 }
 
 /**
@@ -67,6 +70,8 @@ export interface PlacedSpan extends SpanRef {
 /** A span placed and not committed yet: its line, and what the commit derives from it (anchor, index). */
 interface Uncommitted {
   line: ChainLine;
+  /** `context-guardian span <run> <n> sha256:<hex>` (docs/ARCHIVE_FORMAT.md#the-log). */
+  entry: string;
   indexLine: () => string;
   /** The span write's number in its process (test-only crash points). */
   write: number | undefined;
@@ -189,13 +194,16 @@ export class RunWriter {
         this.maybeCrash('after-rename');
       },
     });
+    const sha256 = sha256Hex(bytes);
     const line = await this.guard(() =>
-      this.writeChainLine({ kind: 'span', file, sha256: sha256Hex(bytes), size: bytes.length }),
+      this.writeChainLine({ kind: 'span', file, sha256, size: bytes.length }),
     );
     this.live.push(file);
+    const entry = `context-guardian span ${this.opts.run} ${span} sha256:${sha256}`;
     // The index is derived (rebuilt by --reindex): built and appended at the commit, off the request's path.
     this.uncommitted.push({
       line,
+      entry,
       indexLine: () =>
         `${JSON.stringify(buildDigest({ ...record, file, fileText: bytes.toString('utf8') }))}\n`,
       write: this.write,
@@ -240,6 +248,8 @@ export class RunWriter {
       head: last.hash,
       bytes: this.chainBytesAt(last.seq),
     });
+    // Only durable spans get an entry: a log never vouches for a file a power cut could still take back.
+    this.opts.onCommitted?.(batch.map((u) => u.entry));
     await this.anchor(batch.map((u) => u.line));
     await this.derived('ARCHIVE_INDEX_FAILED', () =>
       fsp.appendFile(path.join(this.dir, INDEX_FILE), batch.map((u) => u.indexLine()).join(''), {

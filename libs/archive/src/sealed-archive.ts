@@ -5,6 +5,8 @@ import { ArchiveError } from './archive-error';
 import { assertRunId } from './archive-paths';
 import { ensureDir, isErrno, parseCrashPoint, type ArmedCrash, type CrashPoint } from './durable-fs';
 import { RunWriter, type ArchiveWarning, type PlacedSpan, type SealedHead } from './run-writer';
+import type { SpanLog } from './span-log';
+import { WriterLog, type WriterLogOptions } from './writer-log';
 
 /** Options of the sealed span writer. */
 export interface SealedArchiveOptions {
@@ -33,6 +35,8 @@ export interface SealedArchiveOptions {
    * ARCHITECTURE.md#files).
    */
   runName?: (ctx: { stamp: string; sessionHash: string; replica: string }) => string;
+  /** This writer's transparency log (issue 29); none when absent (tests, the laptop hook). */
+  log?: Omit<WriterLogOptions, 'spanDir'> | null;
 }
 
 const TWO_MB = 2 * 1024 * 1024;
@@ -76,9 +80,16 @@ export class SealedArchive extends ArchiveWriter {
   private readonly now: () => Date;
   private readonly crash: ArmedCrash | null;
   private spanWrites = 0;
+  private readonly log: WriterLog | null;
 
   constructor(private readonly opts: SealedArchiveOptions) {
     super();
+    this.log =
+      opts.log == null
+        ? null
+        : new WriterLog({ ...opts.log, spanDir: opts.spanDir }, (cause) =>
+            opts.onWarning?.({ code: 'ARCHIVE_LOG_FAILED', run: opts.log?.name ?? '', cause }),
+          );
     this.now = opts.now ?? (() => new Date());
     // Test-only crash points may also come from the environment so a child process can be armed.
     this.crash = parseCrashPoint(opts.crashPoint);
@@ -91,6 +102,8 @@ export class SealedArchive extends ArchiveWriter {
     } catch (cause) {
       throw new ArchiveError('ARCHIVE_WRITE_FAILED', `span not sealed in run ${ref.run}`, { cause });
     }
+    // write() (the CLI, tests) returns once a checkpoint covers the span; place() never waits for the log.
+    await this.log?.settled();
     return ref;
   }
 
@@ -129,12 +142,23 @@ export class SealedArchive extends ArchiveWriter {
     return writer === undefined ? undefined : (await writer).run;
   }
 
-  /** Closes and seals every open journal segment. */
+  /** Closes and seals every open journal segment, then waits for the log's last checkpoint. */
   async close(): Promise<void> {
     const writers = await Promise.allSettled([...this.runs.values()]);
     for (const settled of writers) {
       if (settled.status === 'fulfilled') await settled.value.closeJournal();
     }
+    await this.log?.settled();
+  }
+
+  /** Settles once every committed span is in a signed checkpoint (or its failure was reported). */
+  async logSettled(): Promise<void> {
+    await this.log?.settled();
+  }
+
+  /** This writer's log once it has opened (at the first commit), else null. */
+  get spanLog(): SpanLog | null {
+    return this.log?.current ?? null;
   }
 
   /**
@@ -233,6 +257,7 @@ export class SealedArchive extends ArchiveWriter {
             crashAt: (point, write) => this.crashAt(point, write),
             onWarning: this.opts.onWarning ?? (() => undefined),
             onSealed: (head) => this.sealed.set(head.run, head),
+            onCommitted: (entries) => this.log?.append(entries),
           },
           { sessionHash, ownerHash, replica: this.opts.replica },
         );

@@ -30,6 +30,9 @@ interface SearchHit {
   phrase_match: boolean;
   words_matched: number;
   created_at: string;
+  /** The span's log entry and tlog-proof bundle (LocalArchive adds them; issue 29). */
+  log_entry?: string | null;
+  log_proof?: string | null;
 }
 
 export interface SearchOptions {

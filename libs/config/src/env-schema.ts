@@ -69,6 +69,11 @@ export const envSchema = z.object({
   GUARDIAN_RETENTION_DAYS: int(0),
   GUARDIAN_SEAL_ANCHOR_DIR: optionalText,
   GUARDIAN_SEAL_ANCHOR_PATH: optionalText,
+  // Issue 29: a C2SP note key name has no spaces and no "+" (c2sp.org/signed-note).
+  GUARDIAN_LOG_ORIGIN: optionalText.refine((v) => v === undefined || /^[^\s+]+$/.test(v), {
+    message: 'a log origin has no spaces and no "+"',
+  }),
+  GUARDIAN_LOG_KEY_FILE: optionalText,
   GUARDIAN_SUMMARY_TIMEOUT_MS: int(60000, 1),
   // Issue 27: serve the providers' compaction protocols (emulate) or forward them (passthrough); auto decides by upstream.
   GUARDIAN_NATIVE_COMPACTION: z.enum(['auto', 'emulate', 'passthrough']).default('auto'),

@@ -2,7 +2,14 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { CompactionLog, SealedArchive, sha256Hex } from '@guardian/archive';
+import {
+  CompactionLog,
+  SealedArchive,
+  parseVerifierKey,
+  sha256Hex,
+  verifyTlogProof,
+  writerLog,
+} from '@guardian/archive';
 
 import type { CliIo } from '../common/cli-io';
 import { main } from './main';
@@ -37,6 +44,7 @@ describe('context-guardian-recall', () => {
       keepSpans: 500,
       replica: 'cli1',
       now: () => NOW,
+      log: writerLog({ name: 'cli1', originPrefix: 'test.example' }),
     });
     for (const content of ['The deploy uses port 8786.', 'We rolled back the schema migration.']) {
       run = (
@@ -82,6 +90,13 @@ describe('context-guardian-recall', () => {
     const parsed = JSON.parse(io.out());
     expect(parsed.total).toBe(1);
     expect(parsed.hits[0]).toMatchObject({ run, span: 1, message_index: 0, role: 'user' });
+    // Issue 29: the hit carries its log entry and a tlog-proof bundle that verifies offline with the log's key.
+    const vkey = parseVerifierKey(readFileSync(join(dataDir, 'spans', '.tlog', 'cli1', 'vkey'), 'utf8'));
+    const span = readFileSync(join(dataDir, 'spans', run, '0001.json'));
+    expect(parsed.hits[0].log_entry).toBe(`context-guardian span ${run} 1 sha256:${sha256Hex(span)}`);
+    expect(verifyTlogProof(parsed.hits[0].log_proof, parsed.hits[0].log_entry, vkey)).toMatchObject({
+      ok: true,
+    });
   });
 
   it('--verify prints OK per run and exits 0; a tampered span prints its break and exits 1', async () => {
@@ -198,5 +213,21 @@ describe('context-guardian-recall', () => {
     const empty = captureIo(join(dataDir, 'nowhere'));
     expect(await main(['--verify'], empty)).toBe(2);
     expect(empty.err()).toContain('ARCHIVE_NOT_FOUND');
+  });
+
+  it('--log-key prints the verifier key of each writer log in Go note format, and exits 1 when there is none', async () => {
+    const io = captureIo(dataDir);
+    expect(await main(['--log-key'], io)).toBe(0);
+    const vkey = readFileSync(join(dataDir, 'spans', '.tlog', 'cli1', 'vkey'), 'utf8').trim();
+    expect(io.out()).toBe(`${vkey}\n`);
+    expect(vkey).toMatch(/^test\.example\/cli1\+[0-9a-f]{8}\+[A-Za-z0-9+/]+=*$/);
+    expect(() => parseVerifierKey(vkey)).not.toThrow();
+    const json = captureIo(dataDir);
+    expect(await main(['--log-key', '--json'], json)).toBe(0);
+    expect(JSON.parse(json.out())).toEqual({ logs: [{ log: 'cli1', vkey }] });
+    rmSync(join(dataDir, 'spans', '.tlog'), { recursive: true, force: true });
+    const none = captureIo(dataDir);
+    expect(await main(['--log-key'], none)).toBe(1);
+    expect(none.out()).toContain('no span log');
   });
 });

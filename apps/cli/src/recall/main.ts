@@ -7,6 +7,7 @@ import { loadCliConfig, processIo, type CliConfig } from '../common/cli-config';
 import { CliUsageError, handleCliError } from '../common/cli-error';
 import { progress, type CliIo } from '../common/cli-io';
 import type { ExitCode } from '../common/exit-codes';
+import { logKeyCommand } from './log-key-command';
 import { pruneCommand, reindexCommand, repairCommand, sealExistingCommand } from './maintenance-command';
 import type { RecallContext } from './recall-context';
 import {
@@ -41,6 +42,7 @@ function program(io: CliIo): Command {
     .option('--receipts', 'add up the counts-only receipts')
     .option('--share', 'with --receipts: the five-line block to paste')
     .option('--savings', 'how much smaller the forwarded requests were')
+    .option('--log-key', "print the verifier key of each writer's span log (Go note format)")
     .option('--since <age>', 'window for --receipts and --savings: 30m, 24h, 7d, 2w', '7d')
     .option(
       '--url <url>',
@@ -68,6 +70,8 @@ async function dispatch(mode: RecallMode, ctx: RecallContext, term: string | und
       return reindexCommand(ctx);
     case 'receipts':
       return receiptsCommand(ctx);
+    case 'log-key':
+      return logKeyCommand(ctx);
     case 'savings':
       return savingsCommand(ctx);
   }

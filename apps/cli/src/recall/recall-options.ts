@@ -20,13 +20,23 @@ export const RecallFlagsSchema = z.object({
   receipts: z.boolean().default(false),
   share: z.boolean().default(false),
   savings: z.boolean().default(false),
+  logKey: z.boolean().default(false),
   since: z.string().default('7d'),
   url: z.url({ protocol: /^https?$/ }).optional(),
 });
 export type RecallFlags = z.infer<typeof RecallFlagsSchema>;
 
 export type RecallMode =
-  'search' | 'verify' | 'heads' | 'seal-existing' | 'prune' | 'repair' | 'reindex' | 'receipts' | 'savings';
+  | 'search'
+  | 'verify'
+  | 'heads'
+  | 'seal-existing'
+  | 'prune'
+  | 'repair'
+  | 'reindex'
+  | 'receipts'
+  | 'savings'
+  | 'log-key';
 
 /** Modes that change the archive: they run where the span folder is, never through the sidecar's read-only API. */
 export const MAINTENANCE_MODES: readonly RecallMode[] = ['seal-existing', 'prune', 'repair', 'reindex'];
@@ -42,6 +52,7 @@ export function pickMode(term: string | undefined, flags: RecallFlags): RecallMo
   if (flags.reindex) modes.push('reindex');
   if (flags.receipts) modes.push('receipts');
   if (flags.savings) modes.push('savings');
+  if (flags.logKey) modes.push('log-key');
   if (modes.length > 1) throw new CliUsageError(`choose one of --${modes.join(', --')}`);
   const mode = modes[0];
   if (mode !== undefined) {

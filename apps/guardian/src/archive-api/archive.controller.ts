@@ -1,5 +1,5 @@
-import { Controller, Get, Header, Param, Query, Req, UseGuards } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
+import { Controller, Get, Header, Param, Query, Req, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import type {
   DigestsAnswer,
@@ -25,6 +25,7 @@ import {
   parseQuery,
 } from './archive-query';
 import { ArchiveReaders } from './archive-readers';
+import type { LogListing } from './log-files';
 
 /**
  * The read-only recall API (ARCHITECTURE.md#http-surface, #access, docs/team.md): the archive on the sidecar's volume, read through the
@@ -112,5 +113,44 @@ export class ArchiveController {
   savings(@Req() req: FastifyRequest, @Query() query: unknown): Promise<SavingsAnswer> {
     const q = parseQuery(SinceQuery, query);
     return this.readers.forViewer(viewerOf(req)).savings(q);
+  }
+
+  // The writers' transparency logs (issue 29, docs/ARCHIVE_FORMAT.md#the-log), served as C2SP tlog-tiles lays them out.
+  @Get('logs')
+  @Header('cache-control', 'no-store')
+  logs(): Promise<{ logs: LogListing[] }> {
+    return this.readers.logs.list();
+  }
+
+  @Get('log/*')
+  ownLog(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<Buffer> {
+    return this.logFile(req, reply, this.readers.logs.own, 'log/');
+  }
+
+  @Get('logs/:name/*')
+  namedLog(
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @Param('name') name: string,
+  ): Promise<Buffer> {
+    return this.logFile(req, reply, name, `logs/${name}/`);
+  }
+
+  private async logFile(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    name: string,
+    prefix: string,
+  ): Promise<Buffer> {
+    const url = req.url.split('?')[0] ?? '';
+    const rel = decodeURIComponent(
+      url.slice(url.indexOf(`/guardian/archive/${prefix}`) + 18 + prefix.length),
+    );
+    const bytes = await this.readers.logs.file(name, rel, viewerOf(req));
+    // C2SP tlog-tiles: the checkpoint is mutable (no caching beyond seconds), tiles are immutable.
+    const tile = rel.startsWith('tile/');
+    void reply.header('content-type', tile ? 'application/octet-stream' : 'text/plain; charset=utf-8');
+    void reply.header('cache-control', tile ? 'private, max-age=31536000, immutable' : 'no-store');
+    return bytes;
   }
 }

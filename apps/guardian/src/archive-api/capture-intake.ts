@@ -7,6 +7,7 @@ import {
   captureEnd,
   captureRuns,
   sessionHash,
+  writerLog,
 } from '@guardian/archive';
 import type { CaptureAnswer, CaptureRequest } from '@guardian/client';
 
@@ -41,6 +42,8 @@ export class CaptureIntake {
       replica: runtime.replica,
       maxOpenRuns: config.compaction.maxSessions,
       runName: ({ sessionHash: hash, replica }) => `cc-${hash.slice(0, 12)}-${replica}`,
+      // A writer of its own beside the sidecar's span archive, so a log of its own (issue 29).
+      log: writerLog({ ...config.archive.log, name: `${runtime.replica}-capture` }),
       onWarning: (w) => logger.warn({ warning: w }, 'capture side write failed; the span itself is sealed'),
     });
     // Its chain lines are checked within a second, like the compaction archive's (ADR 0120), not only by the full

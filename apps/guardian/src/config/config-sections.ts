@@ -47,6 +47,8 @@ export interface MemoSection {
 export interface ArchiveSection {
   keepSpans: number;
   capture: 'off' | 'journal';
+  /** Each writer's transparency log (issue 29): GUARDIAN_LOG_ORIGIN, GUARDIAN_LOG_KEY_FILE. */
+  log: { originPrefix: string | undefined; keyFile: string | undefined };
 }
 
 /** The providers' compaction protocols (issue 27, docs/native-compaction.md). */
@@ -134,7 +136,11 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       redisTimeoutMs: env.GUARDIAN_REDIS_TIMEOUT_MS,
       lockWaitMs: env.GUARDIAN_MEMO_LOCK_WAIT_MS,
     },
-    archive: { keepSpans: env.GUARDIAN_KEEP_SPANS, capture: env.GUARDIAN_CAPTURE },
+    archive: {
+      keepSpans: env.GUARDIAN_KEEP_SPANS,
+      capture: env.GUARDIAN_CAPTURE,
+      log: { originPrefix: env.GUARDIAN_LOG_ORIGIN, keyFile: env.GUARDIAN_LOG_KEY_FILE },
+    },
     proxy: {
       host: env.GUARDIAN_HOST,
       port: env.GUARDIAN_PORT,

@@ -1,0 +1,35 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+
+import { ArchiveError } from './archive-error';
+import { FILE_MODE, ensureDir, fsyncDir, isErrno } from './durable-fs';
+import { parseSignerKey, signerKeyText } from './signed-note';
+
+/**
+ * The log signing key's seed, from `file` in Go's note signer format (`PRIVATE+KEY+<name>+<id>+<key>`, what
+ * golang.org/x/mod/sumdb/note GenerateKey prints, so a Kubernetes Secret can hold one made there). When the file is
+ * absent and `create` is set, a new key is made there (0600); of two writers starting at once, one creates it and the
+ * other reads it. The name in the file is not used: every writer signs under its own origin.
+ */
+export async function loadLogKey(opts: { file: string; create: boolean; name: string }): Promise<Buffer> {
+  try {
+    return parseSignerKey(await fsp.readFile(opts.file, 'utf8')).seed;
+  } catch (err) {
+    if (!isErrno(err, 'ENOENT') || !opts.create) {
+      if (err instanceof ArchiveError) throw err;
+      throw new ArchiveError('ARCHIVE_BAD_OPTION', `log key ${opts.file} cannot be read`, { cause: err });
+    }
+  }
+  const seed = randomBytes(32);
+  await ensureDir(path.dirname(opts.file));
+  try {
+    await fsp.writeFile(opts.file, `${signerKeyText(opts.name, seed)}\n`, { mode: FILE_MODE, flag: 'wx' });
+    await fsyncDir(path.dirname(opts.file));
+    return seed;
+  } catch (err) {
+    // Another writer on the volume made it first: use theirs, so one volume has one key.
+    if (isErrno(err, 'EEXIST')) return loadLogKey({ ...opts, create: false });
+    throw new ArchiveError('ARCHIVE_WRITE_FAILED', `log key ${opts.file} cannot be created`, { cause: err });
+  }
+}
