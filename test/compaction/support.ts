@@ -137,7 +137,8 @@ export async function readSpans(spanDir: string): Promise<SpanFile[]> {
   const out: SpanFile[] = [];
   let runs: string[];
   try {
-    runs = (await readdir(spanDir)).sort();
+    // .tlog holds the writers' logs (docs/ARCHIVE_FORMAT.md#the-log), not a run.
+    runs = (await readdir(spanDir)).filter((r) => !r.startsWith('.')).sort();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;

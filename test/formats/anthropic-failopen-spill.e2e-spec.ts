@@ -91,7 +91,7 @@ describe('/v1/messages: fail-open and big-paste spill', () => {
       );
       // The whole message is in the span, verbatim.
       const spans = join(stack.dataDir, 'spans');
-      const [run] = await readdir(spans);
+      const [run] = (await readdir(spans)).filter((r) => !r.startsWith('.')); // .tlog is the log, not a run
       const span = JSON.parse(await readFile(join(spans, run!, '0001.json'), 'utf8')) as {
         kind: string;
         oversized: boolean;

@@ -107,7 +107,8 @@ describe('team mode on the proxied routes (GUARDIAN_TOKEN_REQUIRED=1)', () => {
     expect((await chatAs(stack, 'alice', { session: 'laptop', tag: 'shared' })).status).toBe(200);
     expect(summaries()).toBe(2 * afterAlice);
 
-    const runs = await readdir(join(stack.dataDir, 'spans'));
+    // .tlog holds the writers' logs (docs/ARCHIVE_FORMAT.md#the-log), not a run.
+    const runs = (await readdir(join(stack.dataDir, 'spans'))).filter((r) => !r.startsWith('.'));
     const owners = await Promise.all(
       runs.map(
         async (r) =>

@@ -8,6 +8,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { MemoStore, RedisMemoStore } from '@guardian/memo';
 import { GuardianMetrics } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
+import { SealedArchive } from '@guardian/archive';
 
 import { AppModule } from './app.module';
 import { SealMonitor } from './archive-verifier/seal-monitor';
@@ -98,6 +99,9 @@ export async function startGuardian(
     await sealStopped;
     // Nest's own hooks (work behind requests, pre-compaction jobs) run once nothing is in flight any more.
     await app.close();
+    // The transparency log's last checkpoint is written behind the commits those hooks waited for: it lands before
+    // the process exits (or a test removes the folder).
+    await app.get(SealedArchive).logSettled();
     await app.get(UpstreamClient).close();
     await memo.close();
   };

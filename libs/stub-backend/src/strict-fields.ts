@@ -8,7 +8,14 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
  * refuses with a 400 (vLLM's request models forbid extra fields and unknown input item types; issue 27). The stub
  * refuses them the same way, so a test proves guardian never forwards one.
  */
-const UNKNOWN_FIELDS = ['context_management', 'compaction'] as const;
+const UNKNOWN_FIELDS: Record<GenerationRoute, readonly string[]> = {
+  // OpenAI's `context_management` (threshold compaction) is not in vLLM's Responses model.
+  responses: ['context_management', 'compaction'],
+  chat: ['context_management', 'compaction'],
+  // Anthropic's `context_management` (context editing) is accepted as before: Claude Code sends it on every request
+  // and guardian does not apply it yet (issue 27 item 2); only the on-demand `compaction` field is refused.
+  messages: ['compaction'],
+};
 const UNKNOWN_ITEMS = new Set([
   'compaction',
   'compaction_trigger',
@@ -18,7 +25,8 @@ const UNKNOWN_ITEMS = new Set([
 
 /** Why the backend would refuse this body, or undefined when it reads it. */
 export function strictRefusal(body: Obj, route: GenerationRoute): string | undefined {
-  for (const field of UNKNOWN_FIELDS) if (field in body) return `${field}: Extra inputs are not permitted`;
+  for (const field of UNKNOWN_FIELDS[route])
+    if (field in body) return `${field}: Extra inputs are not permitted`;
   const items: unknown[] =
     route === 'responses' && Array.isArray(body.input)
       ? body.input

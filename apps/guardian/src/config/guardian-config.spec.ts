@@ -130,7 +130,11 @@ describe('GuardianConfig sections', () => {
       redisPrefix: 'guardian:',
       lockWaitMs: 30000,
     });
-    expect(c.archive).toEqual({ keepSpans: 500, capture: 'journal' });
+    expect(c.archive).toEqual({
+      keepSpans: 500,
+      capture: 'journal',
+      log: { keyFile: undefined, originPrefix: undefined },
+    });
     expect(c.proxy).toMatchObject({ port: 8786, maxBodyBytes: 67108864, sessionHeaderRequired: true });
     expect(c.access).toEqual({ adminToken: 'adm', tokensFile: undefined, tokenRequired: false });
   });
