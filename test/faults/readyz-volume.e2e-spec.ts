@@ -50,3 +50,29 @@ describe('/readyz on a span volume that fills up, turns read-only and disappears
     expect(await readyz()).toMatchObject({ span_volume: 'missing' });
   });
 });
+
+// The live image check found it (a root-owned bind mount): the handle key guardian makes on the data volume at first
+// start (docs/native-compaction.md) stopped the boot when the volume could not be written.
+describe('a data volume that is read-only from the first start', () => {
+  let volume: Tmpfs;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    volume = await mountTmpfs(2 * 1024 * 1024);
+    volume.readOnly();
+    stack = await startStack({ env: { GUARDIAN_DATA_DIR: volume.dir } });
+  });
+  afterAll(async () => {
+    await stack?.close();
+    volume?.readWrite();
+    await volume?.unmount();
+  });
+
+  it('boots, says read-only, and counts the process-only handle key as a fail-open', async () => {
+    const res = await fetch(`${stack.guardian.url}/readyz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ status: 'ready', span_volume: 'read-only' });
+    const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
+    expect(metrics).toMatch(/guardian_fail_open_total\{stage="archive"\} 1\b/);
+  });
+});

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
@@ -183,12 +184,22 @@ function constructed({ config, logger, runtime }: GuardianModuleOptions): Provid
     {
       // The key that seals compaction handles (docs/native-compaction.md): a mounted Secret, else made on the volume.
       provide: HandleSealer,
-      useFactory: () =>
-        new HandleSealer(
-          config.native.keyFile
-            ? loadHandleKey(config.native.keyFile, { mustExist: true })
-            : loadHandleKey(join(config.paths.dataDir, 'native-compaction.key'), { mustExist: false }),
-        ),
+      inject: [FailOpen],
+      useFactory: (failOpen: FailOpen) => {
+        // A mounted Secret that cannot be read stops the boot. The key guardian makes itself lives on the data
+        // volume; a volume it cannot write (read-only, root-owned) must not stop the sidecar: a key for this process
+        // only seals handles then (they do not survive a restart or reach another replica), counted and logged once.
+        if (config.native.keyFile)
+          return new HandleSealer(loadHandleKey(config.native.keyFile, { mustExist: true }));
+        try {
+          return new HandleSealer(
+            loadHandleKey(join(config.paths.dataDir, 'native-compaction.key'), { mustExist: false }),
+          );
+        } catch (err) {
+          failOpen.report('archive', 'handle_key_ephemeral', { route: 'other', err });
+          return new HandleSealer(randomBytes(32));
+        }
+      },
     },
     {
       // Everything guardian does not own goes upstream: every method, every path, through the node:http front.

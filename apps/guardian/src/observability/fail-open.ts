@@ -47,6 +47,8 @@ const AFTER_FORWARD = new Set(['usage_write', 'log_write', 'receipt_write', 'jou
 export function failOpenMessage(stage: FailOpenStage, reason: string): string {
   if (AFTER_FORWARD.has(reason))
     return `a ${reason.replace('_', ' ')} failed after the request was forwarded; the request is not affected`;
+  if (reason === 'handle_key_ephemeral')
+    return 'the handle key could not be made on the data volume: compaction handles are sealed with a key of this process only';
   if (stage === 'archive')
     return 'a span could not be archived: the request goes upstream compacted and the span is deferred to a later turn';
   if (stage === 'recovery') return "overflow recovery failed open: the client gets the upstream's own answer";
