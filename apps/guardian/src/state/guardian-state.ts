@@ -1,15 +1,10 @@
 import { Injectable } from '@nestjs/common';
 
+import type { EventsAnswer } from '@guardian/client';
 import { LruMap } from '@guardian/collections';
 
-export type EventKind =
-  | 'compaction'
-  | 'summary_chunked'
-  | 'oversized_spill'
-  | 'newest_cut'
-  | 'fail_open'
-  | 'overflow_recovered'
-  | 'archive_deferred';
+/** The event kinds, as the client's type names them: one list for the server and its readers. */
+export type EventKind = EventsAnswer['events'][number]['kind'];
 
 /** One entry of `/guardian/events`: counts and names only, never message text (ARCHITECTURE.md#http-surface). */
 export interface GuardianEvent {
