@@ -3,7 +3,8 @@ import { transcriptLine, type NeutralMessage } from '@guardian/compaction';
 import { refuseSummary, type ReplacedText } from './summary-check';
 
 function message(role: NeutralMessage['role'], text: string): NeutralMessage {
-  return { role, text, toolCalls: [], userTyped: role === 'user' } as NeutralMessage;
+  const base = { chars: text.length, callIds: [], resultIds: [], spillable: false, digest: 'd' };
+  return { ...base, role, text, toolCalls: [], userTyped: role === 'user' };
 }
 
 const conversation = [
