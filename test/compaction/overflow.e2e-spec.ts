@@ -171,7 +171,9 @@ describe('an estimate that undercounts the kept tail', () => {
   it('retries a rejected compacted request with the upstream count applied to what was forwarded', async () => {
     const stack = await startStack({
       stub: { flavor: 'vllm', window: 8192, tokenize: false },
-      env: { GUARDIAN_RESERVE_OUTPUT: '1024' },
+      // The room rule (ADR 0021) would keep the paste alone, which the stub's window holds: the 4-message minimum
+      // keeps the tail this test needs over the window.
+      env: { GUARDIAN_RESERVE_OUTPUT: '1024', GUARDIAN_CUT_HEADROOM_TURNS: '0' },
     });
     try {
       const res = await postChat(stack.baseURL, { model: 'stub-model', messages: conversation() });

@@ -96,6 +96,7 @@ interface EventAnswer {
   kind:
     | 'compaction'
     | 'summary_chunked'
+    | 'summary_refused'
     | 'oversized_spill'
     | 'newest_cut'
     | 'fail_open'

@@ -50,6 +50,7 @@ export const envSchema = z.object({
   GUARDIAN_RESERVE_OUTPUT: int(8192),
   GUARDIAN_KEEP_RECENT_FRACTION: fraction(0.2),
   GUARDIAN_KEEP_RECENT_MESSAGES: optionalInt(1),
+  GUARDIAN_CUT_HEADROOM_TURNS: int(2),
   GUARDIAN_CHARS_PER_TOKEN: z.coerce.number().gt(0).default(3.5),
   GUARDIAN_COUNT_TOOLS: flag('1'),
   GUARDIAN_CALIBRATE: flag('1'),

@@ -1,12 +1,12 @@
 import { chatEvents, chatJson } from './chat-reply';
 import { messagesEvents, messagesJson } from './messages-reply';
 import { overflowAnswer } from './overflow';
-import { promptText } from './prompt-text';
+import { promptText, type PromptText } from './prompt-text';
 import { recallReply } from './recall-answer';
 import type { ReplyPlan } from './reply-plan';
 import { responsesEvents, responsesJson } from './responses-reply';
 import { strictRefusal } from './strict-fields';
-import { isSummaryPrompt, summaryText } from './summary';
+import { fabricatedSummaryText, isSummaryPrompt, summaryText } from './summary';
 import { countPromptText, countTokens } from './token-count';
 import type { GenerationRoute, RecordedRequest, StubAnswerMode, StubFlavor, StubReply } from './types';
 
@@ -26,6 +26,8 @@ export interface GenerationContext {
   reply?: (req: RecordedRequest) => StubReply | undefined;
   /** Answer summary requests with a few characters, as a small model that cannot summarise does. */
   shortSummaries: boolean;
+  /** Answer summary requests with invented transcript lines, as a small model that fabricates does. */
+  fabricatedSummaries: boolean;
   answer: StubAnswerMode;
 }
 
@@ -53,6 +55,11 @@ function replyTokens(reply: StubReply): number {
   let n = countTokens(reply.text ?? '');
   for (const c of reply.toolCalls ?? []) n += countTokens(c.name) + countTokens(c.arguments);
   return n;
+}
+
+function stubSummary(prompt: PromptText, ctx: GenerationContext): string {
+  if (ctx.shortSummaries) return 'Ok.';
+  return ctx.fabricatedSummaries ? fabricatedSummaryText(prompt) : summaryText(prompt);
 }
 
 /**
@@ -86,7 +93,7 @@ export function answerGeneration(
   }
 
   const reply: StubReply = record.isSummary
-    ? { text: ctx.shortSummaries ? 'Ok.' : summaryText(prompt) }
+    ? { text: stubSummary(prompt, ctx) }
     : (ctx.reply?.(record) ??
       (ctx.answer === 'recall'
         ? { text: recallReply(prompt) }

@@ -26,6 +26,7 @@ const optionsSchema = z.object({
   latencyMs: z.number().int().min(0).default(0),
   summaryDelayMs: z.number().int().min(0).default(0),
   shortSummaries: z.boolean().default(false),
+  fabricatedSummaries: z.boolean().default(false),
   maxRecorded: z.number().int().min(0).default(10_000),
   answer: z.enum(ANSWER_MODES).default('ok'),
 });
@@ -44,6 +45,7 @@ export interface ResolvedOptions {
   latencyMs: number;
   summaryDelayMs: number;
   shortSummaries: boolean;
+  fabricatedSummaries: boolean;
   maxRecorded: number;
   answer: StubAnswerMode;
   reply?: (req: RecordedRequest) => StubReply | undefined;

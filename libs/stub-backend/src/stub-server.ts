@@ -250,6 +250,7 @@ class StubServer implements StubBackend {
       window: this.options.window,
       flavor: this.options.flavor,
       shortSummaries: this.options.shortSummaries,
+      fabricatedSummaries: this.options.fabricatedSummaries,
       model: this.options.model,
       reply: this.options.reply,
       answer: this.options.answer,

@@ -44,6 +44,11 @@ export interface StubOptions {
   summaryDelayMs?: number;
   /** Answer every summary request with "Ok." (under GUARDIAN_MIN_SUMMARY_CHARS), as a model that cannot summarise. */
   shortSummaries?: boolean;
+  /**
+   * Answer every summary request with transcript-shaped lines that match no real turn (issue 32 item 7), as a small
+   * model that fabricates does; see `fabricatedSummaryText`.
+   */
+  fabricatedSummaries?: boolean;
   /** Keep at most this many records, dropping the oldest (benchmarks send millions). Default 10000. */
   maxRecorded?: number;
 }

@@ -100,6 +100,7 @@ const NAMES = {
   summariesChunked: 'guardian_summaries_chunked_total',
   // Not `summary_...`: promtool's linter refuses metric names that contain a metric type.
   summaryRetries: 'guardian_summariser_retries_total',
+  summariesRefused: 'guardian_summaries_refused_total',
   overflowRecoveries: 'guardian_overflow_recoveries_total',
   sessionHeaderIgnored: 'guardian_session_header_ignored_total',
   usageSideRequests: 'guardian_usage_side_requests_total',
@@ -239,8 +240,13 @@ export class GuardianMetrics {
   );
   readonly summaryRetries = this.counter(
     NAMES.summaryRetries,
-    'Summariser retries after a too-short summary.',
+    'Summariser retries after a too-short or refused summary.',
     [],
+  );
+  readonly summariesRefused = this.counter(
+    NAMES.summariesRefused,
+    'Summariser answers refused as not a summary (no Must Keep section, an invented transcript line, too large), by reason.',
+    ['reason'],
   );
   readonly overflowRecoveries = this.counter(
     NAMES.overflowRecoveries,

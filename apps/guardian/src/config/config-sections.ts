@@ -10,7 +10,7 @@ export interface CompactionSection {
   window: number | undefined;
   threshold: number;
   reserveOutput: number;
-  keepRecent: { fraction: number; messages: number | undefined };
+  keepRecent: { fraction: number; messages: number | undefined; headroomTurns: number };
   charsPerToken: number;
   countTools: boolean;
   calibrate: boolean;
@@ -107,6 +107,7 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       keepRecent: {
         fraction: env.GUARDIAN_KEEP_RECENT_FRACTION,
         messages: env.GUARDIAN_KEEP_RECENT_MESSAGES,
+        headroomTurns: env.GUARDIAN_CUT_HEADROOM_TURNS,
       },
       charsPerToken: env.GUARDIAN_CHARS_PER_TOKEN,
       countTools: env.GUARDIAN_COUNT_TOOLS,

@@ -196,6 +196,7 @@ export function requestPlanInput(
     keep: compaction.keepRecent,
     requestTokens: count.tokens,
     allowed: allowedCuts(conv.messages),
+    pinsBy: block.pinsBy,
   };
   const chosen = chooseMemo(
     base,

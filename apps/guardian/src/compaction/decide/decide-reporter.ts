@@ -6,6 +6,7 @@ import { FailOpen } from '../../observability/fail-open';
 import { GuardianLogger } from '../../observability/guardian-logger';
 import { GuardianState } from '../../state/guardian-state';
 import type { Decision, RequestContext } from '../handoff';
+import type { SummaryRefusal } from './summary-check';
 
 /** A span write that failed, by the reason the deferred-archive counter is labelled with. */
 export type ArchiveFailure = 'no_space' | 'read_only' | 'permission' | 'other';
@@ -66,6 +67,12 @@ export class DecideReporter {
       { code, route: ctx.conv.route, reqId: ctx.input.reqId },
       'summariser failed; a checkpoint without a model summary stands in for the stretch (logged once per reason)',
     );
+  }
+
+  /** The summariser's answer was not a summary (summary-check.ts): counted by reason and evented (issue 32 item 7). */
+  summaryRefused(call: { route: Route; model: string }, reason: SummaryRefusal): void {
+    this.metrics.summariesRefused.inc({ reason });
+    this.state.emit({ kind: 'summary_refused', route: call.route, model: call.model, reason });
   }
 
   summaryRetry(): void {
