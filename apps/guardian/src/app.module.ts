@@ -31,7 +31,9 @@ import { NativeStretch } from './compaction/native/native-stretch';
 import { CaptureService } from './compaction/answer/capture.service';
 import { CompactionEngine } from './compaction/decide/compaction-engine';
 import { CompactionService } from './compaction/compaction.service';
+import { HandoffController } from './guardian-api/handoff.controller';
 import { DecisionReporter } from './compaction/decide/decision-reporter';
+import { HandoffWriter } from './compaction/decide/handoff-writer';
 import { ExchangeFactory } from './compaction/answer/exchange';
 import { FastPath } from './compaction/request/fast-path';
 import { OverflowRecovery } from './compaction/decide/overflow-recovery';
@@ -235,7 +237,13 @@ export class AppModule {
   static forRoot(options: GuardianModuleOptions): DynamicModule {
     return {
       module: AppModule,
-      controllers: [HealthController, GuardianController, ArchiveController, CaptureController],
+      controllers: [
+        HealthController,
+        GuardianController,
+        ArchiveController,
+        CaptureController,
+        HandoffController,
+      ],
       providers: [
         ...constructed(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
@@ -255,6 +263,7 @@ export class AppModule {
         FailOpen,
         FastPath,
         GuardianState,
+        HandoffWriter,
         MessagesCompaction,
         NativeCompaction,
         NativeStretch,

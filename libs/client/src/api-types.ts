@@ -91,6 +91,22 @@ export interface StatsAnswer {
   sessions: StatsSession[];
 }
 
+/**
+ * `GET /guardian/sessions/<id>/handoff` (issue 32 item 5): what a new session needs to pick the work up, read from the
+ * history of the session's latest compaction. Message text: served under the archive's access rules.
+ */
+export interface HandoffAnswer {
+  goal: string | null;
+  pins: { text: string; status: 'current' | 'superseded' }[];
+  decisions: string[];
+  files: string[];
+  open_question: string | null;
+  messages: number;
+  compacted_at: string;
+  /** The run folder the hand-off files were written into, when the session's spans are on this volume. */
+  run: string | null;
+}
+
 /** One entry of `GET /guardian/events`: counts and names only, never message text. */
 interface EventAnswer {
   kind:
@@ -99,6 +115,7 @@ interface EventAnswer {
     | 'summary_refused'
     | 'oversized_spill'
     | 'newest_cut'
+    | 'stale_recall'
     | 'fail_open'
     | 'overflow_recovered'
     | 'archive_deferred';

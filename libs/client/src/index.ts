@@ -4,6 +4,7 @@ export type {
   CaptureRequest,
   DigestsAnswer,
   EventsAnswer,
+  HandoffAnswer,
   HeadsAnswer,
   ReadAnswer,
   ReadyAnswer,

@@ -89,6 +89,10 @@ export const envSchema = z.object({
   GUARDIAN_PIN_MAX_CHARS: int(1600),
   // ADR 0012: ~340 tokens, 8% of the 4,096-token budget of an 8k window; at least 12 instructions of up to 90 chars.
   GUARDIAN_LEDGER_MAX_CHARS: int(1200),
+  // Issue 32 items 2 and 4: at most three short excerpts; about 20 identifiers of 40 characters.
+  GUARDIAN_RECALL_MAX_CHARS: int(1200),
+  GUARDIAN_ANCHOR_MAX_CHARS: int(800),
+  GUARDIAN_HANDOFF: flag('1'),
   GUARDIAN_DRY_RUN: flag('0'),
   GUARDIAN_CAPTURE: z.enum(['off', 'journal']).default('off'),
   GUARDIAN_COST_PER_1M_INPUT_USD: z.coerce.number().min(0).default(0),

@@ -7,6 +7,7 @@ import type { MemoEntry, UsageRecord } from './memo-store';
 const memoEntrySchema = z.object({
   summary: z.string(),
   mustKeep: z.array(z.string()),
+  anchors: z.array(z.string()).optional(),
   cut: z.number().int().nonnegative(),
   from: z.number().int().nonnegative().optional(),
   prefixHash: z.string(),

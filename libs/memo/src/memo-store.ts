@@ -8,6 +8,8 @@ export interface MemoEntry {
   summary: string;
   /** `## Must Keep` bullets collected so far; carried even when a later summary omits them. */
   mustKeep: string[];
+  /** Identifiers of the evicted messages the kept ones still mentioned when the cut was made (issue 32 item 4). */
+  anchors?: string[];
   /** Number of leading conversation messages this summary covers (the cut). */
   cut: number;
   /** Where this entry's own stretch starts (the previous cut; 0 for the first). */

@@ -95,6 +95,8 @@ const NAMES = {
   activeSessions: 'guardian_active_sessions',
   pinsCarried: 'guardian_pins_carried',
   compactionsWithPins: 'guardian_compactions_with_pins_total',
+  staleRecalls: 'guardian_stale_recalls_total',
+  staleRecallExcerpts: 'guardian_stale_recall_excerpts_total',
   oversizedSpills: 'guardian_oversized_spills_total',
   summariesReused: 'guardian_summaries_reused_total',
   summariesChunked: 'guardian_summaries_chunked_total',
@@ -222,6 +224,16 @@ export class GuardianMetrics {
     NAMES.compactionsWithPins,
     'Compactions that carried pins.',
     [],
+  );
+  readonly staleRecalls = this.counter(
+    NAMES.staleRecalls,
+    'Compacted requests that got a stale-recall block (issue 32 item 2).',
+    ['route'],
+  );
+  readonly staleRecallExcerpts = this.counter(
+    NAMES.staleRecallExcerpts,
+    'Verbatim excerpts of evicted messages that stale-recall blocks carried.',
+    ['route'],
   );
   readonly oversizedSpills = this.counter(
     NAMES.oversizedSpills,

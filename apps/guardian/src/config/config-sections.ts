@@ -17,6 +17,12 @@ export interface CompactionSection {
   tokenizeTimeoutMs: number;
   pinMaxChars: number;
   ledgerMaxChars: number;
+  /** GUARDIAN_RECALL_MAX_CHARS: the stale-recall block's cap (0: off). */
+  recallMaxChars: number;
+  /** GUARDIAN_ANCHOR_MAX_CHARS: the carried identifiers' cap (0: off). */
+  anchorMaxChars: number;
+  /** GUARDIAN_HANDOFF: a hand-off file is written beside the session's run at each compaction. */
+  handoff: boolean;
   dryRun: boolean;
   /** Sessions (and their calibration, runs, capture journals) kept in memory. */
   maxSessions: number;
@@ -115,6 +121,9 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       tokenizeTimeoutMs: env.GUARDIAN_TOKENIZE_TIMEOUT_MS,
       pinMaxChars: env.GUARDIAN_PIN_MAX_CHARS,
       ledgerMaxChars: env.GUARDIAN_LEDGER_MAX_CHARS,
+      recallMaxChars: env.GUARDIAN_RECALL_MAX_CHARS,
+      anchorMaxChars: env.GUARDIAN_ANCHOR_MAX_CHARS,
+      handoff: env.GUARDIAN_HANDOFF,
       dryRun: env.GUARDIAN_DRY_RUN,
       maxSessions: env.GUARDIAN_MAX_SESSIONS,
     },

@@ -17,6 +17,8 @@ export interface DecidedFacts {
   stretch?: { calls: number; deferred: boolean };
   pins: number;
   spilled: number;
+  /** What the stale-recall block carried (issue 32 item 2). */
+  recall?: { excerpts: number; chars: number; names: number };
 }
 
 /**
@@ -128,7 +130,7 @@ export class DecideReporter {
 
   /** An archive write behind the request (a commit, a log line, a receipt) failed: the request is not affected. */
   archiveBehindFailed(
-    reason: 'commit_failed' | 'log_write' | 'receipt_write',
+    reason: 'commit_failed' | 'log_write' | 'receipt_write' | 'handoff_write',
     where: { route: string; model?: string },
     err: unknown,
   ): void {
@@ -198,6 +200,19 @@ export class DecideReporter {
         omitted_tokens: cut.omittedTokens,
         span: cut.ref ?? null,
       });
+    const recall = f.recall;
+    if (recall) {
+      metrics.staleRecalls.inc({ route });
+      metrics.staleRecallExcerpts.inc({ route }, recall.excerpts);
+      // Counts only: the names and excerpts are message text, which events never carry.
+      state.emit({
+        kind: 'stale_recall',
+        ...said,
+        excerpts: recall.excerpts,
+        chars: recall.chars,
+        names: recall.names,
+      });
+    }
     if (!stretch) return;
     metrics.compactions.inc({ route, reason: ctx.reason ?? 'budget' });
     metrics.tokensBefore.observe({ route }, d.tokensBefore);

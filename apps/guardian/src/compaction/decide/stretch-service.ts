@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 
 import {
+  carriedAnchors,
   checkpointSummary,
   evictedIndexes,
   maxSummaryTokens,
@@ -243,6 +244,13 @@ export class StretchService {
         summaryTokens: tokensForChars(result.summary.length, ctx.count.counter),
         createdAt: new Date().toISOString(),
       };
+      const anchors = carriedAnchors({
+        messages: conv.messages,
+        cut,
+        summary: result.summary,
+        maxChars: this.config.compaction.anchorMaxChars,
+      });
+      if (anchors.length > 0) base.anchors = anchors;
       if (archived.span) base.span = archived.span;
       else base.pendingFrom = archiveFrom;
       if (precomputed) base.precomputed = true;
