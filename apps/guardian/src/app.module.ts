@@ -47,6 +47,8 @@ import { WindowService } from './compaction/request/window.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
 import { AccessGuard, ArchiveGuard, HostGate } from './guardian-api/access.guard';
+import { ConsoleController } from './guardian-api/console.controller';
+import { ConsoleLog } from './guardian-api/console-log';
 import { GuardianController } from './guardian-api/guardian.controller';
 import { HealthController } from './health/health.controller';
 import { SpanVolumeProbe } from './health/span-volume-probe';
@@ -235,7 +237,13 @@ export class AppModule {
   static forRoot(options: GuardianModuleOptions): DynamicModule {
     return {
       module: AppModule,
-      controllers: [HealthController, GuardianController, ArchiveController, CaptureController],
+      controllers: [
+        HealthController,
+        GuardianController,
+        ConsoleController,
+        ArchiveController,
+        CaptureController,
+      ],
       providers: [
         ...constructed(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
@@ -249,6 +257,7 @@ export class AppModule {
         CaptureService,
         CompactionEngine,
         CompactionService,
+        ConsoleLog,
         DecideReporter,
         DecisionReporter,
         ExchangeFactory,

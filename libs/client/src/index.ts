@@ -17,6 +17,19 @@ export type {
   StatsSession,
   UsageAnswer,
 } from './api-types';
+export type {
+  HistoryAnswer,
+  HistoryBucket,
+  SessionAnswer,
+  SessionCompaction,
+  SessionListEntry,
+  SessionsAnswer,
+  UsageDeveloper,
+  UsageFigures,
+  UsageModelFigures,
+  UsagePeriod,
+  UsageSummaryAnswer,
+} from './console-answers';
 export { GuardianClient, GuardianClientError } from './guardian-client';
 export { RemoteArchive } from './remote-archive';
 export { sidecarTarget } from './sidecar-target';
