@@ -126,6 +126,16 @@ describe('the console with two developers and an admin', () => {
       );
       expect(await row.locator('td[data-field="compactions"]').textContent()).toBe(String(cli.compactions));
     }
+    // The bounded Prometheus series say the same, labelled by the names in the tokens file.
+    const text = await (await fetch(`${stack.guardian.url}/metrics`)).text();
+    for (const who of ['alice', 'bob'] as const) {
+      const cli = await savingsAs(stack, who);
+      expect(text).toContain(
+        `guardian_usage_tokens{period="24h",owner="${who}",kind="kept_out"} ${cli.tokens_kept_out}\n`,
+      );
+      expect(text).toContain(`guardian_usage_compactions{period="7d",owner="${who}"} ${cli.compactions}\n`);
+    }
+    expect(text).not.toContain(TOKENS.alice);
     // The admin sees both developers' sessions by name.
     await page.locator('#session-list button', { hasText: 'alice-2' }).waitFor();
     expect(await page.locator('#session-list tr').count()).toBe(3);
