@@ -35,9 +35,9 @@ async function historyTotal(url: string): Promise<number> {
 }
 
 async function pageWidths(page: Page): Promise<[number, number]> {
-  return (await page.evaluate(
+  return page.evaluate<[number, number]>(
     '[document.documentElement.scrollWidth, document.documentElement.clientWidth]',
-  )) as [number, number];
+  );
 }
 
 describe('the console in headless Chromium', () => {

@@ -85,7 +85,7 @@ export interface UsageModelFigures extends UsageFigures {
   model: string;
 }
 
-export interface UsageDeveloper {
+interface UsageDeveloper {
   /** The owner's name from the tokens file; null for requests sent without a token, or an owner no longer named. */
   owner: string | null;
   owner_hash: string | null;

@@ -24,7 +24,6 @@ export type {
   SessionCompaction,
   SessionListEntry,
   SessionsAnswer,
-  UsageDeveloper,
   UsageFigures,
   UsageModelFigures,
   UsagePeriod,

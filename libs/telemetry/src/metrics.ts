@@ -69,19 +69,17 @@ export const RECALL_TOOL_LABELS = [
 ] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
-/** The periods the usage gauges cover (the console's 24 h and 7 d). */
-export const USAGE_PERIODS = ['24h', '7d'] as const;
 /** What `guardian_usage_tokens` counts: the tokens clients sent, what guardian forwarded, and their difference. */
-export const USAGE_TOKEN_KINDS = ['sent', 'forwarded', 'kept_out'] as const;
+const USAGE_TOKEN_KINDS = ['sent', 'forwarded', 'kept_out'] as const;
 
 /**
- * One developer's usage over one period, from the compaction log (the console's figures). `owner` is a name from
- * GUARDIAN_TOKENS_FILE, `anonymous` (no token) or `other` (a name no longer in the file): bounded by the file the
- * operator writes, never a value a client chooses.
+ * The sidecar's usage over one period, from the compaction log (the console's figures). No owner and no model label:
+ * `/metrics` is open and names no owner (docs/team.md), and model names are the clients'; per developer and model
+ * is `/guardian/usage/summary`, behind the token.
  */
 export interface UsageSample {
-  period: (typeof USAGE_PERIODS)[number];
-  owner: string;
+  /** The console's two periods. */
+  period: '24h' | '7d';
   sent: number;
   forwarded: number;
   kept_out: number;
@@ -319,28 +317,27 @@ export class GuardianMetrics {
   private usageSource: (() => Promise<UsageSample[]>) | undefined;
   /** One read of the log serves both usage gauges of one scrape (prom-client collects them together). */
   private usageRead: Promise<UsageSample[]> | undefined;
-  readonly usageTokens = new Gauge<'period' | 'owner' | 'kind'>({
+  readonly usageTokens = new Gauge<'period' | 'kind'>({
     name: NAMES.usageTokens,
-    help: 'Tokens sent, forwarded and kept out over the last 24h and 7d per developer, from the compaction log (what recall --savings adds up).',
-    labelNames: ['period', 'owner', 'kind'],
+    help: 'Tokens sent, forwarded and kept out over the last 24h and 7d, from the compaction log (what recall --savings adds up).',
+    labelNames: ['period', 'kind'],
     registers: [this.registry],
     collect: async () => {
       const samples = await this.usageSamples();
       this.usageTokens.reset();
       for (const u of samples)
-        for (const kind of USAGE_TOKEN_KINDS)
-          this.usageTokens.set({ period: u.period, owner: u.owner, kind }, u[kind]);
+        for (const kind of USAGE_TOKEN_KINDS) this.usageTokens.set({ period: u.period, kind }, u[kind]);
     },
   });
-  readonly usageCompactions = new Gauge<'period' | 'owner'>({
+  readonly usageCompactions = new Gauge<'period'>({
     name: NAMES.usageCompactions,
-    help: 'Compactions over the last 24h and 7d per developer, from the compaction log (what recall --savings counts).',
-    labelNames: ['period', 'owner'],
+    help: 'Compactions over the last 24h and 7d, from the compaction log (what recall --savings counts).',
+    labelNames: ['period'],
     registers: [this.registry],
     collect: async () => {
       const samples = await this.usageSamples();
       this.usageCompactions.reset();
-      for (const u of samples) this.usageCompactions.set({ period: u.period, owner: u.owner }, u.compactions);
+      for (const u of samples) this.usageCompactions.set({ period: u.period }, u.compactions);
     },
   });
   readonly buildInfo = this.gauge(NAMES.buildInfo, 'Always 1; the version label names the running build.', [

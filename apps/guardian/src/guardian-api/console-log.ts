@@ -41,10 +41,7 @@ export class ConsoleLog implements OnModuleInit {
     return new Map(this.tokens.ownerNames().map((name) => [ownerHash(name), name]));
   }
 
-  /**
-   * The usage gauges' samples: per developer named in the tokens file, `anonymous` and `other`, so the series stay
-   * bounded by the file the operator writes. Models are left out of the labels: their names are the clients'.
-   */
+  /** The usage gauges' samples: the whole sidecar's, per period (no owner or model label, see UsageSample). */
   private async usageSamples(): Promise<UsageSample[]> {
     let rows: ConsoleLogRow[];
     try {
@@ -59,22 +56,16 @@ export class ConsoleLog implements OnModuleInit {
       );
       return [];
     }
-    const names = this.ownerNames();
-    const out: UsageSample[] = [];
-    for (const period of ['24h', '7d'] as const) {
+    return (['24h', '7d'] as const).map((period) => {
       const since = new Date(Date.now() - (period === '24h' ? DAY_MS : 7 * DAY_MS));
-      const byOwner = new Map<string, UsageSample>();
-      for (const o of usageFigures(rows, since, 0).owners) {
-        const owner = o.ownerHash === null ? 'anonymous' : (names.get(o.ownerHash) ?? 'other');
-        const u = byOwner.get(owner) ?? { period, owner, sent: 0, forwarded: 0, kept_out: 0, compactions: 0 };
-        u.sent += o.totals.tokens_before;
-        u.forwarded += o.totals.tokens_after;
-        u.kept_out += o.totals.tokens_kept_out;
-        u.compactions += o.totals.compactions;
-        byOwner.set(owner, u);
-      }
-      out.push(...byOwner.values());
-    }
-    return out;
+      const { total } = usageFigures(rows, since, 0);
+      return {
+        period,
+        sent: total.tokens_before,
+        forwarded: total.tokens_after,
+        kept_out: total.tokens_kept_out,
+        compactions: total.compactions,
+      };
+    });
   }
 }
