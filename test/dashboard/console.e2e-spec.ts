@@ -153,6 +153,12 @@ describe('the console in headless Chromium', () => {
     expect(await evicted.textContent()).toContain(MARKUP);
     expect(await page.locator('#session-spans img').count()).toBe(0);
     expect(await page.evaluate('window.pwned ?? null')).toBeNull();
+    // The span read carries its log's proof bundle (issue 29), shown as text beside it. The planted span is the
+    // session's first, committed by the time the 25 turns were answered.
+    await page
+      .locator('#session-spans .span', { hasText: PLANTED })
+      .locator('pre.proof', { hasText: 'c2sp.org/tlog-proof' })
+      .waitFor({ state: 'attached' });
 
     // The search box: the recall API's search over the archive finds the planted token's span.
     await page.fill('#search-input', PLANTED);

@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core';
 
 import { sessionHash } from '@guardian/archive';
-import type { UsageSummaryAnswer } from '@guardian/client';
+import type { HistoryAnswer, UsageSummaryAnswer } from '@guardian/client';
 
 import type { CliIo } from '../../apps/cli/src/common/cli-io';
 import { main as recall } from '../../apps/cli/src/recall/main';
@@ -92,6 +92,12 @@ describe('the console with two developers and an admin', () => {
     const aliceId = sessionHash('alice-1', 'alice');
     expect((await stack.get(`/guardian/sessions/${aliceId}`, 'bob')).status).toBe(404);
     expect((await stack.get(`/guardian/sessions/${aliceId}`, 'alice')).status).toBe(200);
+    const total = async (who: Who) =>
+      ((await stack.get('/guardian/history?minutes=60', who)).body as HistoryAnswer).buckets.reduce(
+        (n, b) => n + b.compactions,
+        0,
+      );
+    expect([await total('bob'), await total('alice'), await total('admin')]).toEqual([1, 2, 3]);
     const bobs = (await stack.get('/guardian/usage/summary', 'bob')).body as UsageSummaryAnswer;
     expect(bobs.periods['7d'].developers.map((d) => d.owner)).toEqual(['bob']);
   });
