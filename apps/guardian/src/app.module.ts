@@ -49,6 +49,8 @@ import { WindowService } from './compaction/request/window.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
 import { AccessGuard, ArchiveGuard, HostGate } from './guardian-api/access.guard';
+import { ConsoleController } from './guardian-api/console.controller';
+import { ConsoleLog } from './guardian-api/console-log';
 import { GuardianController } from './guardian-api/guardian.controller';
 import { HealthController } from './health/health.controller';
 import { SpanVolumeProbe } from './health/span-volume-probe';
@@ -240,6 +242,7 @@ export class AppModule {
       controllers: [
         HealthController,
         GuardianController,
+        ConsoleController,
         ArchiveController,
         CaptureController,
         HandoffController,
@@ -257,6 +260,7 @@ export class AppModule {
         CaptureService,
         CompactionEngine,
         CompactionService,
+        ConsoleLog,
         DecideReporter,
         DecisionReporter,
         ExchangeFactory,

@@ -40,6 +40,8 @@ export interface UsageAnswer {
 export interface StatsSession {
   /** First 8 hex of the session hash. */
   session: string;
+  /** The name the session was sent with (its header or the client's own id); null for a derived session. */
+  name: string | null;
   model: string;
   window: number;
   used: number;

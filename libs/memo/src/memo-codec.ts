@@ -32,6 +32,8 @@ const usageRecordSchema = z.object({
   at: z.string(),
   tools: z.number().int().nonnegative().optional(),
   owner: z.string().optional(),
+  name: z.string().max(256).optional(),
+  turns: z.number().int().nonnegative().optional(),
 });
 
 // A field added to MemoEntry or UsageRecord but not to its schema would be silently dropped on the way

@@ -54,6 +54,13 @@ export interface UsageRecord {
   tools?: number;
   /** Team mode: the owner hash of the session's developer, so their dashboard and status line see only theirs. */
   owner?: string;
+  /**
+   * The name the session was sent with (its header value or the client's own id, without the owner), so the
+   * dashboard lists what its developer recognises (issue 31). Absent for a derived session and in older records.
+   */
+  name?: string;
+  /** Requests of the session's main conversation answered so far (ADR 0010: probes and helpers are not counted). */
+  turns?: number;
 }
 
 /** A held lock on one (session, prefix) stretch; release it when the summary is stored or abandoned. */

@@ -69,6 +69,22 @@ export const RECALL_TOOL_LABELS = [
 ] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
+/** What `guardian_usage_tokens` counts: the tokens clients sent, what guardian forwarded, and their difference. */
+const USAGE_TOKEN_KINDS = ['sent', 'forwarded', 'kept_out'] as const;
+
+/**
+ * The sidecar's usage over one period, from the compaction log (the console's figures). No owner and no model label:
+ * `/metrics` is open and names no owner (docs/team.md), and model names are the clients'; per developer and model
+ * is `/guardian/usage/summary`, behind the token.
+ */
+export interface UsageSample {
+  /** The console's two periods. */
+  period: '24h' | '7d';
+  sent: number;
+  forwarded: number;
+  kept_out: number;
+  compactions: number;
+}
 
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
@@ -115,6 +131,8 @@ const NAMES = {
   tokensReloads: 'guardian_tokens_reloads_total',
   tokensLoaded: 'guardian_tokens_loaded',
   accessRefusals: 'guardian_access_refusals_total',
+  usageTokens: 'guardian_usage_tokens',
+  usageCompactions: 'guardian_usage_compactions',
   buildInfo: 'guardian_build_info',
 } as const;
 
@@ -313,6 +331,33 @@ export class GuardianMetrics {
     'Requests refused for their X-Guardian-Token (missing where one is required, or not accepted), by reason.',
     ['reason'],
   );
+  /** Where the usage gauges read from at a scrape (the app's compaction log); unset, they have no series. */
+  private usageSource: (() => Promise<UsageSample[]>) | undefined;
+  /** One read of the log serves both usage gauges of one scrape (prom-client collects them together). */
+  private usageRead: Promise<UsageSample[]> | undefined;
+  readonly usageTokens = new Gauge<'period' | 'kind'>({
+    name: NAMES.usageTokens,
+    help: 'Tokens sent, forwarded and kept out over the last 24h and 7d, from the compaction log (what recall --savings adds up).',
+    labelNames: ['period', 'kind'],
+    registers: [this.registry],
+    collect: async () => {
+      const samples = await this.usageSamples();
+      this.usageTokens.reset();
+      for (const u of samples)
+        for (const kind of USAGE_TOKEN_KINDS) this.usageTokens.set({ period: u.period, kind }, u[kind]);
+    },
+  });
+  readonly usageCompactions = new Gauge<'period'>({
+    name: NAMES.usageCompactions,
+    help: 'Compactions over the last 24h and 7d, from the compaction log (what recall --savings counts).',
+    labelNames: ['period'],
+    registers: [this.registry],
+    collect: async () => {
+      const samples = await this.usageSamples();
+      this.usageCompactions.reset();
+      for (const u of samples) this.usageCompactions.set({ period: u.period }, u.compactions);
+    },
+  });
   readonly buildInfo = this.gauge(NAMES.buildInfo, 'Always 1; the version label names the running build.', [
     'version',
   ]);
@@ -385,6 +430,18 @@ export class GuardianMetrics {
     for (const tool of RECALL_TOOL_LABELS) this.recallToolCalls.inc({ tool }, 0);
     for (const outcome of TOKEN_RELOAD_OUTCOMES) this.tokensReloads.inc({ outcome }, 0);
     for (const reason of ACCESS_REFUSAL_REASONS) this.accessRefusals.inc({ reason }, 0);
+  }
+
+  /** The app hands in how to read usage once it can (the compaction log lives on the app's volume). */
+  readUsageFrom(source: () => Promise<UsageSample[]>): void {
+    this.usageSource = source;
+  }
+
+  private usageSamples(): Promise<UsageSample[]> {
+    const source = this.usageSource;
+    if (source === undefined) return Promise.resolve([]);
+    this.usageRead ??= source().finally(() => (this.usageRead = undefined));
+    return this.usageRead;
   }
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {

@@ -55,6 +55,8 @@ export interface ArchiveSection {
   capture: 'off' | 'journal';
   /** Each writer's transparency log (issue 29): GUARDIAN_LOG_ORIGIN, GUARDIAN_LOG_KEY_FILE. */
   log: { originPrefix: string | undefined; keyFile: string | undefined };
+  /** GUARDIAN_COST_PER_1M_INPUT_USD: the price the console shows the kept-out tokens at (0 leaves money out). */
+  costPer1MInputUsd: number;
 }
 
 /** The providers' compaction protocols (issue 27, docs/native-compaction.md). */
@@ -150,6 +152,7 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       keepSpans: env.GUARDIAN_KEEP_SPANS,
       capture: env.GUARDIAN_CAPTURE,
       log: { originPrefix: env.GUARDIAN_LOG_ORIGIN, keyFile: env.GUARDIAN_LOG_KEY_FILE },
+      costPer1MInputUsd: env.GUARDIAN_COST_PER_1M_INPUT_USD,
     },
     proxy: {
       host: env.GUARDIAN_HOST,

@@ -113,6 +113,7 @@ describe('GuardianConfig sections', () => {
       GUARDIAN_KEEP_RECENT_MESSAGES: '6',
       GUARDIAN_SUMMARY_TIMEOUT_MS: '1234',
       GUARDIAN_SUMMARY_MEMO: 'off',
+      GUARDIAN_COST_PER_1M_INPUT_USD: '2.5',
       GUARDIAN_REDIS_URL: 'redis://memo:6379',
       GUARDIAN_CAPTURE: 'journal',
       GUARDIAN_SESSION_HEADER_REQUIRED: '1',
@@ -137,6 +138,7 @@ describe('GuardianConfig sections', () => {
       keepSpans: 500,
       capture: 'journal',
       log: { keyFile: undefined, originPrefix: undefined },
+      costPer1MInputUsd: 2.5,
     });
     expect(c.proxy).toMatchObject({ port: 8786, maxBodyBytes: 67108864, sessionHeaderRequired: true });
     expect(c.access).toEqual({ adminToken: 'adm', tokensFile: undefined, tokenRequired: false });

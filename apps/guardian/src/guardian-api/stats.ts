@@ -92,6 +92,7 @@ export async function buildStats(args: {
     seal_checked_at: state.sealCheckedAt,
     sessions: args.sessions.map((s): StatsSession => ({
       session: s.session.slice(0, 8),
+      name: s.name ?? null,
       // The model name is the client's to choose; the stats body stays small whatever it sent.
       model: s.model.length > 256 ? `${s.model.slice(0, 256)}…` : s.model,
       window: s.window,

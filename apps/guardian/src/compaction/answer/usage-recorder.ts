@@ -45,6 +45,8 @@ export class UsageRecorder {
       last_compaction_at: d.compactedAt ?? previous?.last_compaction_at ?? null,
       at: now.toISOString(),
       tools: candidate.tools,
+      ...(facts.sessionName === undefined ? {} : { name: facts.sessionName }),
+      turns: (previous?.turns ?? 0) + 1,
     });
   }
 }

@@ -108,6 +108,7 @@ export class FastPath {
       facts: {
         sessionHash: session.hash,
         ...(session.ownerHash === undefined ? {} : { ownerHash: session.ownerHash }),
+        ...(session.name === undefined ? {} : { sessionName: session.name }),
         model,
         route: input.route,
         window: window.window,
