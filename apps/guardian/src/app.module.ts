@@ -19,6 +19,7 @@ import { TokenRegistry } from './access/token-registry';
 import { AnswerBookkeeping } from './compaction/answer/answer-bookkeeping';
 import { AnswerReporter } from './compaction/answer/answer-reporter';
 import { UsageRecorder } from './compaction/answer/usage-recorder';
+import { UsageSample } from './compaction/answer/usage-sample';
 import { DecideReporter } from './compaction/decide/decide-reporter';
 import { PrecompactJobs } from './compaction/decide/precompact-jobs';
 import { RequestReporter } from './compaction/request/request-reporter';
@@ -275,6 +276,7 @@ export class AppModule {
         Summariser,
         SummaryBreaker,
         UsageRecorder,
+        UsageSample,
         WindowService,
       ],
     };

@@ -77,6 +77,8 @@ export interface StatsAnswer {
   fail_open: Record<string, number>;
   archive_deferred: number;
   overflow_recovered: number;
+  /** Answers whose prompt the backend truncated without saying so (issue 28 item 5). */
+  backend_truncations: number;
   tokens_kept_out: number;
   /** Requests whose size alone proved they fit: forwarded unchanged without being parsed (ADR 0013). */
   passthrough_by_size: number;
@@ -100,6 +102,7 @@ interface EventAnswer {
     | 'newest_cut'
     | 'fail_open'
     | 'overflow_recovered'
+    | 'backend_truncation'
     | 'archive_deferred';
   at: string;
   route: string;

@@ -15,7 +15,7 @@ export {
 } from './budget';
 export { checkpointSummary } from './checkpoint';
 export { allowedCuts, evictedIndexes } from './cuts';
-export { Calibration, requestChars, tokensForChars } from './estimate';
+export { Calibration, requestChars, silentlyTruncated, tokensForChars } from './estimate';
 export { LEDGER_HEADING } from './ledger';
 export { carriedPins, extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
 export { chooseCut, chooseMemo, planCompaction, type PlanInput } from './planner';

@@ -28,6 +28,7 @@ const optionsSchema = z.object({
   shortSummaries: z.boolean().default(false),
   maxRecorded: z.number().int().min(0).default(10_000),
   answer: z.enum(ANSWER_MODES).default('ok'),
+  truncate: z.boolean().default(false),
 });
 
 /** Options with every default applied. */
@@ -46,6 +47,7 @@ export interface ResolvedOptions {
   shortSummaries: boolean;
   maxRecorded: number;
   answer: StubAnswerMode;
+  truncate: boolean;
   reply?: (req: RecordedRequest) => StubReply | undefined;
 }
 

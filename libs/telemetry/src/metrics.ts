@@ -70,6 +70,12 @@ export const RECALL_TOOL_LABELS = [
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 
+/**
+ * Distinct `model` label values a metric takes before the rest are counted as `other`: a model name is the
+ * client's to choose (a llama.cpp server answers under any name), and label values must stay bounded (HOUSE rule 10).
+ */
+export const MAX_MODEL_LABELS = 32;
+
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 export type FailOpenStage = (typeof FAIL_OPEN_STAGES)[number];
@@ -101,6 +107,7 @@ const NAMES = {
   // Not `summary_...`: promtool's linter refuses metric names that contain a metric type.
   summaryRetries: 'guardian_summariser_retries_total',
   overflowRecoveries: 'guardian_overflow_recoveries_total',
+  backendTruncations: 'guardian_backend_truncation_total',
   sessionHeaderIgnored: 'guardian_session_header_ignored_total',
   usageSideRequests: 'guardian_usage_side_requests_total',
   recallToolCalls: 'guardian_recall_tool_calls_total',
@@ -247,6 +254,13 @@ export class GuardianMetrics {
     'Upstream overflow rejections retried after compaction, by outcome.',
     ['route', 'outcome'],
   );
+  private readonly modelLabels = new Set<string>();
+  readonly backendTruncations = this.counter(
+    NAMES.backendTruncations,
+    'Answers whose reported prompt tokens were well under what guardian forwarded: the backend cut the prompt ' +
+      'without saying so (issue 28 item 5); the model label is bounded (MAX_MODEL_LABELS, then "other").',
+    ['model'],
+  );
   readonly sessionHeaderIgnored = this.counter(
     NAMES.sessionHeaderIgnored,
     'X-Guardian-Session headers ignored (the derived key was used), by reason (ARCHITECTURE.md#sessions, docs/sessions.md).',
@@ -312,6 +326,17 @@ export class GuardianMetrics {
     // Until a verify finds a break the chain is taken as sound; a 0 at boot would page someone for nothing.
     this.sealOk.set(1);
     this.preInitialise();
+  }
+
+  /**
+   * The `model` label value for a model name: the name itself for the first {@link MAX_MODEL_LABELS} distinct names,
+   * `other` for the rest, so a client cycling names cannot grow the registry.
+   */
+  modelLabel(model: string): string {
+    if (this.modelLabels.has(model)) return model;
+    if (this.modelLabels.size >= MAX_MODEL_LABELS || model === 'other') return 'other';
+    this.modelLabels.add(model);
+    return model;
   }
 
   /**
