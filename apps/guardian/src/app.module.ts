@@ -61,6 +61,7 @@ import { ProxyReporter } from './proxy/proxy-reporter';
 import { OpenStreams } from './proxy/stream-ending';
 import { ProxyDoor } from './proxy/proxy-door';
 import { ProxyService } from './proxy/proxy.service';
+import { TokenCounts } from './proxy/count-tokens';
 import { GuardianState } from './state/guardian-state';
 
 /**
@@ -275,6 +276,7 @@ export class AppModule {
         StretchService,
         Summariser,
         SummaryBreaker,
+        TokenCounts,
         UsageRecorder,
         UsageSample,
         WindowService,

@@ -17,6 +17,7 @@ import type { Exchange } from '../compaction/answer/exchange';
 import type { PrepareInput, PreparedRequest } from '../compaction/handoff';
 import { withRequestTiming, type RequestTiming } from '../observability/request-timing';
 import { ClientGone } from './client-gone';
+import { countRoute, TokenCounts } from './count-tokens';
 import { KeepAlive } from './keep-alive';
 import { ProxyDoor } from './proxy-door';
 import { sendError, type ProxiedRequest, type ProxyHandler } from './proxy-front';
@@ -36,6 +37,7 @@ export class ProxyService implements ProxyHandler {
     private readonly compaction: CompactionService,
     private readonly door: ProxyDoor,
     private readonly reporter: ProxyReporter,
+    private readonly counts: TokenCounts,
   ) {}
 
   /**
@@ -91,6 +93,14 @@ export class ProxyService implements ProxyHandler {
     const passed = await this.door.protocols(p, route, inputFor);
     if (!passed) return;
     const clientBody = passed.body;
+    // A token count is answered by guardian when the upstream has no such endpoint (issue 28 item 4).
+    const counting = route ? undefined : countRoute(req.method ?? 'GET', url);
+    if (counting && clientBody) {
+      const input = inputFor(clientBody, counting.as);
+      const sendCount = () =>
+        this.upstream.request({ method: 'POST', path, headers, body: clientBody, signal: gone });
+      return this.counts.serve(p, counting, input, sendCount);
+    }
     // Guardian's own waits send a streamed client keep-alive frames (issue 28 item 2); what goes upstream is the same.
     const warning: Record<string, string> =
       sessionHeader.kind === 'ignored' ? { 'x-guardian-warning': sessionHeader.warning } : {};
