@@ -32,6 +32,8 @@ export interface UsageAnswer {
   used_after_compaction: number;
   pct: number;
   count_source: string;
+  /** What named the session: `x-guardian-session`, a client's own header, or `derived`; null in older records. */
+  session_source: string | null;
   model: string | null;
   last_compaction_at: string | null;
 }
@@ -45,6 +47,8 @@ export interface StatsSession {
   used: number;
   pct: number;
   count_source: string;
+  /** What named the session (see UsageAnswer.session_source). */
+  session_source: string | null;
   at: string;
 }
 

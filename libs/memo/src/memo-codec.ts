@@ -31,6 +31,7 @@ const usageRecordSchema = z.object({
   at: z.string(),
   tools: z.number().int().nonnegative().optional(),
   owner: z.string().optional(),
+  session_source: z.string().optional(),
 });
 
 // A field added to MemoEntry or UsageRecord but not to its schema would be silently dropped on the way

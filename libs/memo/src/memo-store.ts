@@ -52,6 +52,8 @@ export interface UsageRecord {
   tools?: number;
   /** Team mode: the owner hash of the session's developer, so their dashboard and status line see only theirs. */
   owner?: string;
+  /** What named the session: the header it came from, or `derived` (issue 28 item 1). Absent in older records. */
+  session_source?: string;
 }
 
 /** A held lock on one (session, prefix) stretch; release it when the summary is stored or abandoned. */

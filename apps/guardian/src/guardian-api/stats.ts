@@ -99,6 +99,7 @@ export async function buildStats(args: {
       used: s.used_after_compaction,
       pct: s.pct,
       count_source: s.count_source,
+      session_source: s.session_source ?? null,
       at: s.at,
     })),
   };

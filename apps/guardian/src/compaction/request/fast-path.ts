@@ -108,6 +108,7 @@ export class FastPath {
       facts: {
         sessionHash: session.hash,
         ...(session.ownerHash === undefined ? {} : { ownerHash: session.ownerHash }),
+        ...(session.source === undefined ? {} : { sessionSource: session.source }),
         model,
         route: input.route,
         window: window.window,

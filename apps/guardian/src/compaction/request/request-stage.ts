@@ -132,5 +132,6 @@ export function factsOf(ctx: RequestContext): AnswerFacts {
     items: ctx.conv.items,
   };
   if (ctx.session.ownerHash !== undefined) facts.ownerHash = ctx.session.ownerHash;
+  if (ctx.session.source !== undefined) facts.sessionSource = ctx.session.source;
   return facts;
 }
