@@ -67,13 +67,13 @@ export class Calibration {
  * A reported prompt this far under guardian's own count of what it forwarded is not a tokenizer difference: the
  * calibration accepts ratios down to {@link Calibration.MIN_FACTOR} (0.7), so 0.6 is beyond anything it would learn.
  */
-export const TRUNCATION_RATIO = 0.6;
+const TRUNCATION_RATIO = 0.6;
 /**
  * Below this many reported tokens a low count is not read as a truncation: Ollama has reported only the tokens it
  * did not find in its prompt cache (ollama/ollama#2068, #16428), a few tokens for a long prompt. No backend serving
  * a coding agent truncates to a window this small.
  */
-export const MIN_TRUNCATED_WINDOW = 1024;
+const MIN_TRUNCATED_WINDOW = 1024;
 
 /**
  * True when the upstream answered with a prompt count well under what guardian counted and forwarded: the backend
