@@ -19,6 +19,7 @@ import { TokenRegistry } from './access/token-registry';
 import { AnswerBookkeeping } from './compaction/answer/answer-bookkeeping';
 import { AnswerReporter } from './compaction/answer/answer-reporter';
 import { UsageRecorder } from './compaction/answer/usage-recorder';
+import { UsageSample } from './compaction/answer/usage-sample';
 import { DecideReporter } from './compaction/decide/decide-reporter';
 import { PrecompactJobs } from './compaction/decide/precompact-jobs';
 import { RequestReporter } from './compaction/request/request-reporter';
@@ -64,6 +65,7 @@ import { ProxyReporter } from './proxy/proxy-reporter';
 import { OpenStreams } from './proxy/stream-ending';
 import { ProxyDoor } from './proxy/proxy-door';
 import { ProxyService } from './proxy/proxy.service';
+import { TokenCounts } from './proxy/count-tokens';
 import { GuardianState } from './state/guardian-state';
 
 /**
@@ -287,7 +289,9 @@ export class AppModule {
         StretchService,
         Summariser,
         SummaryBreaker,
+        TokenCounts,
         UsageRecorder,
+        UsageSample,
         WindowService,
       ],
     };

@@ -32,6 +32,8 @@ export interface UsageAnswer {
   used_after_compaction: number;
   pct: number;
   count_source: string;
+  /** What named the session: `x-guardian-session`, a client's own header, or `derived`; null in older records. */
+  session_source: string | null;
   model: string | null;
   last_compaction_at: string | null;
 }
@@ -47,6 +49,8 @@ export interface StatsSession {
   used: number;
   pct: number;
   count_source: string;
+  /** What named the session (see UsageAnswer.session_source). */
+  session_source: string | null;
   at: string;
 }
 
@@ -79,6 +83,8 @@ export interface StatsAnswer {
   fail_open: Record<string, number>;
   archive_deferred: number;
   overflow_recovered: number;
+  /** Answers whose prompt the backend truncated without saying so (issue 28 item 5). */
+  backend_truncations: number;
   tokens_kept_out: number;
   /** Requests whose size alone proved they fit: forwarded unchanged without being parsed (ADR 0013). */
   passthrough_by_size: number;
@@ -120,6 +126,7 @@ interface EventAnswer {
     | 'stale_recall'
     | 'fail_open'
     | 'overflow_recovered'
+    | 'backend_truncation'
     | 'archive_deferred';
   at: string;
   route: string;

@@ -16,7 +16,7 @@ export {
 export { carriedAnchors } from './anchors';
 export { checkpointSummary } from './checkpoint';
 export { allowedCuts, evictedIndexes } from './cuts';
-export { Calibration, requestChars, tokensForChars } from './estimate';
+export { Calibration, requestChars, silentlyTruncated, tokensForChars } from './estimate';
 export { LEDGER_HEADING } from './ledger';
 export { carriedPins, extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
 export { chooseCut, chooseMemo, planCompaction, type PlanInput } from './planner';

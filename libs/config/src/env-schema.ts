@@ -104,7 +104,7 @@ export const envSchema = z.object({
       .optional(),
   ),
   GUARDIAN_REDIS_PREFIX: z.string().default('guardian:'),
-  GUARDIAN_REDIS_TIMEOUT_MS: int(50, 1),
+  GUARDIAN_REDIS_TIMEOUT_MS: int(250, 1),
   GUARDIAN_MEMO_TTL: int(604800, 1),
   GUARDIAN_MEMO_LOCK_WAIT_MS: int(30000),
   GUARDIAN_ADMIN_TOKEN: optionalText,

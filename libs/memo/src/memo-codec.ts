@@ -34,6 +34,7 @@ const usageRecordSchema = z.object({
   owner: z.string().optional(),
   name: z.string().max(256).optional(),
   turns: z.number().int().nonnegative().optional(),
+  session_source: z.string().optional(),
 });
 
 // A field added to MemoEntry or UsageRecord but not to its schema would be silently dropped on the way

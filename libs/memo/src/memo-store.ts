@@ -61,6 +61,8 @@ export interface UsageRecord {
   name?: string;
   /** Requests of the session's main conversation answered so far (ADR 0010: probes and helpers are not counted). */
   turns?: number;
+  /** What named the session: the header it came from, or `derived` (issue 28 item 1). Absent in older records. */
+  session_source?: string;
 }
 
 /** A held lock on one (session, prefix) stretch; release it when the summary is stored or abandoned. */

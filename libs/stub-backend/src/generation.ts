@@ -29,6 +29,8 @@ export interface GenerationContext {
   /** Answer summary requests with invented transcript lines, as a small model that fabricates does. */
   fabricatedSummaries: boolean;
   answer: StubAnswerMode;
+  /** Answer a prompt over the window as Ollama does past `num_ctx`: 200, the front cut, the kept count reported. */
+  truncate: boolean;
 }
 
 type Obj = Record<string, unknown>;
@@ -65,7 +67,7 @@ function stubSummary(prompt: PromptText, ctx: GenerationContext): string {
 /**
  * Answers one chat / messages / responses request. Order: a pending `failNext`, then the hard window (a
  * pending `overflowNext`, or promptTokens > window: the completion budget is NOT added, so tests reason
- * about the prompt alone), then the reply (summary requests get the stub summary; others the scripted
+ * about the prompt alone; with `truncate` such a prompt is answered, reporting only the window's worth), then the reply (summary requests get the stub summary; others the scripted
  * `reply`, else the answer mode's: `ok: <n> messages received`, or the recalled fact).
  */
 export function answerGeneration(
@@ -87,7 +89,9 @@ export function answerGeneration(
   const failure = ctx.takeFailure();
   if (failure) return { kind: 'json', ...failure };
   const forced = ctx.takeForcedOverflow();
-  if (forced !== undefined || promptTokens > ctx.window) {
+  const truncated = forced === undefined && ctx.truncate && promptTokens > ctx.window;
+  if (truncated) record.truncated = true;
+  else if (forced !== undefined || promptTokens > ctx.window) {
     const facts = { window: ctx.window, promptTokens, completionTokens: requestedCompletion(body), model };
     return { kind: 'json', ...overflowAnswer(forced ?? ctx.flavor, facts) };
   }
@@ -105,7 +109,7 @@ export function answerGeneration(
     created: Math.floor(Date.now() / 1000),
     text: reply.text ?? '',
     toolCalls: reply.toolCalls ?? [],
-    promptTokens,
+    promptTokens: truncated ? ctx.window : promptTokens,
     completionTokens: replyTokens(reply),
     includeUsage: streamOptions.include_usage === true,
   };

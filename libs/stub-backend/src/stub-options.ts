@@ -29,6 +29,7 @@ const optionsSchema = z.object({
   fabricatedSummaries: z.boolean().default(false),
   maxRecorded: z.number().int().min(0).default(10_000),
   answer: z.enum(ANSWER_MODES).default('ok'),
+  truncate: z.boolean().default(false),
 });
 
 /** Options with every default applied. */
@@ -48,6 +49,7 @@ export interface ResolvedOptions {
   fabricatedSummaries: boolean;
   maxRecorded: number;
   answer: StubAnswerMode;
+  truncate: boolean;
   reply?: (req: RecordedRequest) => StubReply | undefined;
 }
 

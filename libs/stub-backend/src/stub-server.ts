@@ -254,6 +254,7 @@ class StubServer implements StubBackend {
       model: this.options.model,
       reply: this.options.reply,
       answer: this.options.answer,
+      truncate: this.options.truncate,
       nextSeq: () => ++this.seq,
       takeFailure: () => this.failures.shift(),
       takeForcedOverflow: () => this.overflows.shift(),

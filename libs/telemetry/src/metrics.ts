@@ -86,6 +86,12 @@ export interface UsageSample {
   compactions: number;
 }
 
+/**
+ * Distinct `model` label values a metric takes before the rest are counted as `other`: a model name is the
+ * client's to choose (a llama.cpp server answers under any name), and label values must stay bounded (HOUSE rule 10).
+ */
+export const MAX_MODEL_LABELS = 32;
+
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 export type FailOpenStage = (typeof FAIL_OPEN_STAGES)[number];
@@ -120,6 +126,7 @@ const NAMES = {
   summaryRetries: 'guardian_summariser_retries_total',
   summariesRefused: 'guardian_summaries_refused_total',
   overflowRecoveries: 'guardian_overflow_recoveries_total',
+  backendTruncations: 'guardian_backend_truncation_total',
   sessionHeaderIgnored: 'guardian_session_header_ignored_total',
   usageSideRequests: 'guardian_usage_side_requests_total',
   recallToolCalls: 'guardian_recall_tool_calls_total',
@@ -283,6 +290,13 @@ export class GuardianMetrics {
     'Upstream overflow rejections retried after compaction, by outcome.',
     ['route', 'outcome'],
   );
+  private readonly modelLabels = new Set<string>();
+  readonly backendTruncations = this.counter(
+    NAMES.backendTruncations,
+    'Answers whose reported prompt tokens were well under what guardian forwarded: the backend cut the prompt ' +
+      'without saying so (issue 28 item 5); the model label is bounded (MAX_MODEL_LABELS, then "other").',
+    ['model'],
+  );
   readonly sessionHeaderIgnored = this.counter(
     NAMES.sessionHeaderIgnored,
     'X-Guardian-Session headers ignored (the derived key was used), by reason (ARCHITECTURE.md#sessions, docs/sessions.md).',
@@ -375,6 +389,17 @@ export class GuardianMetrics {
     // Until a verify finds a break the chain is taken as sound; a 0 at boot would page someone for nothing.
     this.sealOk.set(1);
     this.preInitialise();
+  }
+
+  /**
+   * The `model` label value for a model name: the name itself for the first {@link MAX_MODEL_LABELS} distinct names,
+   * `other` for the rest, so a client cycling names cannot grow the registry.
+   */
+  modelLabel(model: string): string {
+    if (this.modelLabels.has(model)) return model;
+    if (this.modelLabels.size >= MAX_MODEL_LABELS || model === 'other') return 'other';
+    this.modelLabels.add(model);
+    return model;
   }
 
   /**

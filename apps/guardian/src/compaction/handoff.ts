@@ -125,6 +125,8 @@ export interface AnswerFacts {
   sessionName?: string;
   /** Team mode: the owner hash of the token that sent the request. */
   ownerHash?: string;
+  /** What named the session (the header it came from, or `derived`): shown in the usage and the stats. */
+  sessionSource?: SessionSource;
   model: string;
   route: OwnedRoute;
   window: number;

@@ -77,6 +77,7 @@ export async function buildStats(args: {
     fail_open: Object.fromEntries(failOpen),
     archive_deferred: await total(metrics.archiveDeferred),
     overflow_recovered: await total(metrics.overflowRecoveries, { outcome: 'ok' }),
+    backend_truncations: await total(metrics.backendTruncations),
     tokens_kept_out: state.tokensKeptOut,
     // Requests whose size alone proved they fit: forwarded unchanged without being parsed (ADR 0013).
     passthrough_by_size: state.passthroughBySize,
@@ -99,6 +100,7 @@ export async function buildStats(args: {
       used: s.used_after_compaction,
       pct: s.pct,
       count_source: s.count_source,
+      session_source: s.session_source ?? null,
       at: s.at,
     })),
   };

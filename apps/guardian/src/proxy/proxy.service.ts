@@ -88,7 +88,9 @@ export class ProxyService implements ProxyHandler {
         },
         gone,
       );
-    const passed = await this.door.protocols(p, route, inputFor);
+    const asIs = (): Promise<UpstreamResponse> =>
+      this.upstream.request({ method: 'POST', path, headers, body: p.body, signal: gone });
+    const passed = await this.door.protocols(p, route, inputFor, asIs);
     if (!passed) return;
     const clientBody = passed.body;
     const input = route && clientBody ? inputFor(clientBody, route) : undefined;

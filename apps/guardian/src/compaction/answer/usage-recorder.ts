@@ -37,6 +37,7 @@ export class UsageRecorder {
     await this.memo.putUsage({
       session: facts.sessionHash,
       ...(facts.ownerHash === undefined ? {} : { owner: facts.ownerHash }),
+      ...(facts.sessionSource === undefined ? {} : { session_source: facts.sessionSource }),
       window: facts.window,
       used_after_compaction: used,
       pct: Math.round((used / facts.window) * 1000) / 10,

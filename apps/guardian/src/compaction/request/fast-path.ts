@@ -109,6 +109,7 @@ export class FastPath {
         sessionHash: session.hash,
         ...(session.ownerHash === undefined ? {} : { ownerHash: session.ownerHash }),
         ...(session.name === undefined ? {} : { sessionName: session.name }),
+        ...(session.source === undefined ? {} : { sessionSource: session.source }),
         model,
         route: input.route,
         window: window.window,
