@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
+import { sessionHash } from '@guardian/archive';
 import { ANCHORS_HEADING, RECALL_HEADING } from '@guardian/compaction';
 
 import { startStack, type Stack } from '../support/stack';
@@ -159,6 +160,9 @@ describe("the issue's session: a pin that changes, a compacted line asked about,
     const accepted = await fetch(url, { headers: { accept: 'text/markdown' } });
     expect(accepted.headers.get('content-type')).toMatch(/^text\/markdown/);
     expect((await getJson(`${stack.guardian.url}/guardian/sessions/nobody/handoff`)).status).toBe(404);
+    // The console names a session by its hash (the id its sessions list gives): the same hand-off answers there.
+    const byHash = await getJson(`${stack.guardian.url}/guardian/sessions/${sessionHash(SESSION)}/handoff`);
+    expect([byHash.status, byHash.body]).toEqual([200, body]);
     await stack.stopGuardian();
     const file = JSON.parse(
       await readFile(join(stack.dataDir, 'spans', String(body.run), 'handoff.json'), 'utf8'),

@@ -11,6 +11,9 @@ import { GuardianError } from '../http/http-error';
 import type { Viewer } from '../access/access-policy';
 import { ArchiveGuard, viewerOf } from './access.guard';
 
+/** A session's hash as the archive and the console name it. */
+const SESSION_HASH = /^[0-9a-f]{64}$/;
+
 /**
  * `GET /guardian/sessions/<id>/handoff` (issue 32 item 5): the session's latest hand-off, JSON, or Markdown with
  * `?format=md` or `Accept: text/markdown`. It quotes what the user typed, so it is archive content
@@ -35,7 +38,10 @@ export class HandoffController {
       throw new GuardianError('GUARDIAN_BAD_REQUEST', 'format is md or json', 400);
     const viewer = viewerOf(req);
     const owner = ownerOf(viewer, ownerQuery);
-    const stored = this.handoffs.get(sessionHash(id, owner));
+    // By the name the session was sent with, or by its hash (the id the console's sessions list gives).
+    const stored =
+      this.handoffs.get(sessionHash(id, owner)) ??
+      (SESSION_HASH.test(id) ? this.handoffs.get(id) : undefined);
     if (!stored || (viewer.kind === 'owner' && stored.ownerHash !== viewer.ownerHash))
       throw new GuardianError(
         'GUARDIAN_NO_SESSION',
