@@ -66,11 +66,12 @@ function readTile(dir: string, level: string, n: number, width: number, entries:
 }
 
 function openCheckpoint(note: string, vkey: string): { origin: string; size: number; root: Buffer } {
-  const [name, id, b64, extra] = vkey.split('+');
-  const key = Buffer.from(b64 ?? '', 'base64');
+  // The base64 key may hold '+' itself: the name and the ID end at the first two.
+  const [name, id, ...rest] = vkey.split('+');
+  const key = Buffer.from(rest.join('+'), 'base64');
   if (
     name === undefined ||
-    extra !== undefined ||
+    name === '' ||
     !/^[0-9a-f]{8}$/.test(id ?? '') ||
     key.length !== 33 ||
     key[0] !== 1
