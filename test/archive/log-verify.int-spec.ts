@@ -59,7 +59,8 @@ function rewriteChain(
     .map((l) => JSON.parse(l) as Record<string, unknown>);
   let prev = '0'.repeat(64);
   const out = edit(lines).map((line, i) => {
-    const { hash: _old, ...rest } = { ...line, seq: i + 1, prev };
+    const rest: Record<string, unknown> = { ...line, seq: i + 1, prev };
+    delete rest.hash;
     prev = sha(canonical(rest));
     return `${canonical({ ...rest, hash: prev })}\n`;
   });
