@@ -75,6 +75,7 @@ export const envSchema = z.object({
     message: 'a log origin has no spaces and no "+"',
   }),
   GUARDIAN_LOG_KEY_FILE: optionalText,
+  GUARDIAN_VERIFIED_DIR: optionalText,
   GUARDIAN_SUMMARY_TIMEOUT_MS: int(60000, 1),
   // Issue 27: serve the providers' compaction protocols (emulate) or forward them (passthrough); auto decides by upstream.
   GUARDIAN_NATIVE_COMPACTION: z.enum(['auto', 'emulate', 'passthrough']).default('auto'),
