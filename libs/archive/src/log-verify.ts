@@ -27,7 +27,7 @@ import { TILE_WIDTH, perfectRoot, tileHashes, tilePath, tileWidth } from './tlog
 type LogBreakKind =
   'log-signature' | 'log-rewritten' | 'log-rolled-back' | 'span-missing' | 'span-changed' | 'span-unlogged';
 
-export interface LogBreak {
+interface LogBreak {
   kind: LogBreakKind;
   /** The entry's index in the log, when the break is tied to one. */
   entry: number | null;
