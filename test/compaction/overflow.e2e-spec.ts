@@ -157,14 +157,14 @@ function densePaste(tokens: number): string {
 
 describe('an estimate that undercounts the kept tail', () => {
   // History the estimate counts right, then a paste the estimate undercounts by 1.75x and that the stub counts
-  // at about 7,800 tokens: compacted by the estimate to "fits", it is still over the stub's 8,192 window.
+  // at about 7,950 tokens (the facts block of ADR 0020 made 7,800 fit): compacted by the estimate to "fits", it is still over the stub's 8,192 window.
   function conversation(): ChatCompletionMessageParam[] {
     const out: ChatCompletionMessageParam[] = [{ role: 'system', content: 'You review migration notes.' }];
     for (let t = 1; t <= 4; t++) {
       out.push({ role: 'user', content: `Notes for step ${t}:\n${filler(t, 330)}` });
       out.push({ role: 'assistant', content: `Step ${t} reviewed.` });
     }
-    out.push({ role: 'user', content: `Here is the whole export:\n${densePaste(7800)}` });
+    out.push({ role: 'user', content: `Here is the whole export:\n${densePaste(7950)}` });
     return out;
   }
 
