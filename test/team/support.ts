@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -93,4 +94,22 @@ export async function chatAs(
   });
   const text = await res.text();
   return { status: res.status, body: text.startsWith('{') ? JSON.parse(text) : text };
+}
+
+/**
+ * Waits until the writers' served checkpoints cover every span file on the volume (a checkpoint follows each group
+ * commit, ADR 0017), and returns that count: a verify after it sees the same log whenever it runs.
+ */
+export async function loggedSpans(stack: TeamStack): Promise<number> {
+  const spanDir = join(stack.dataDir, 'spans');
+  const spans = readdirSync(spanDir)
+    .filter((r) => !r.startsWith('.'))
+    .flatMap((r) => readdirSync(join(spanDir, r)).filter((f) => /^\d{4}\.json$/.test(f))).length;
+  for (;;) {
+    const listed = (await stack.get('/guardian/archive/logs', 'admin')).body.logs as {
+      size: number | null;
+    }[];
+    if (listed.reduce((n, l) => n + (l.size ?? 0), 0) >= spans) return spans;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

@@ -12,7 +12,7 @@ import { main as doctor } from '../../apps/cli/src/doctor/main';
 import { main as recall } from '../../apps/cli/src/recall/main';
 import { main as statusline } from '../../apps/cli/src/statusline/main';
 import { usageLine } from '../../apps/cli/src/statusline/usage-line';
-import { chatAs, startTeamStack, TOKENS, type TeamStack, type Who } from './support';
+import { chatAs, loggedSpans, startTeamStack, TOKENS, type TeamStack, type Who } from './support';
 
 // Issue 15 item 3: the tools read through the sidecar with --url / GUARDIAN_URL and GUARDIAN_TOKEN, print what they
 // print locally, and show each developer only their own runs and usage; the Claude Code capture posts to it.
@@ -34,29 +34,37 @@ function cliIo(env: Record<string, string>): CliIo & { out: () => string; err: (
 describe('the tools through a team sidecar', () => {
   let stack: TeamStack;
   let laptop: string;
+  let pins: string;
   const as = (who: Who | undefined, extra: Record<string, string> = {}) =>
     cliIo({
       // A laptop's own data folder, empty: everything shown comes through the sidecar.
       GUARDIAN_DATA_DIR: laptop,
+      // The checkpoints --verify keeps, outside the data folder (which must stay empty) on the laptop.
+      GUARDIAN_VERIFIED_DIR: join(pins, 'laptop'),
       GUARDIAN_URL: stack.guardian.url,
       ...(who === undefined ? {} : { GUARDIAN_TOKEN: TOKENS[who] }),
       ...extra,
     });
-  const local = () => cliIo({ GUARDIAN_DATA_DIR: stack.dataDir });
+  const local = () =>
+    cliIo({ GUARDIAN_DATA_DIR: stack.dataDir, GUARDIAN_VERIFIED_DIR: join(pins, 'volume') });
 
   beforeAll(async () => {
     stack = await startTeamStack();
     laptop = mkdtempSync(join(tmpdir(), 'cg-laptop-'));
+    pins = mkdtempSync(join(tmpdir(), 'cg-pins-'));
     expect(
       (await chatAs(stack, 'alice', { session: 'laptop', tag: 'tools-a', marker: 'ZEBRA-7431' })).status,
     ).toBe(200);
     expect(
       (await chatAs(stack, 'bob', { session: 'desk', tag: 'tools-b', marker: 'OKAPI-2210' })).status,
     ).toBe(200);
+    // The local and the served verify must read one log: wait until its checkpoint covers every span.
+    await loggedSpans(stack);
   });
   afterAll(async () => {
     await stack?.close();
     rmSync(laptop, { recursive: true, force: true });
+    rmSync(pins, { recursive: true, force: true });
   });
 
   it('recall: the admin through the sidecar prints what the volume’s own recall prints', async () => {
@@ -70,15 +78,12 @@ describe('the tools through a team sidecar', () => {
       const here = local();
       const there = as('admin');
       const [codeHere, codeThere] = [await recall(argv, here), await recall(argv, there)];
-      // The recall API has no log to verify yet: through the sidecar, --verify checks the runs and prints no log lines.
-      const runsOnly = (out: string): string =>
+      // Through the sidecar the logs are checked from its served files; their span files are its seal's to check.
+      const served = (out: string): string =>
         argv[0] === '--verify'
-          ? out
-              .split('\n')
-              .filter((l) => !l.startsWith('log ') && !/ checked: /.test(l))
-              .join('\n')
+          ? out.replace(/^(log \S+ OK \(.*)\)$/gm, "$1; span files: the sidecar's seal)")
           : out;
-      expect([argv, codeThere, runsOnly(there.out())]).toEqual([argv, codeHere, runsOnly(here.out())]);
+      expect([argv, codeThere, there.out()]).toEqual([argv, codeHere, served(here.out())]);
       expect(there.err()).toBe('');
     }
     // Nothing was read or written on the laptop.

@@ -37,10 +37,10 @@ export { verifyIncrement, type VerifyCursor } from './verify-increment';
 
 // The archive as a transparency log (issue 29, docs/ARCHIVE_FORMAT.md#the-log).
 export { LogProofs } from './log-proofs';
-export { verifyLogs, type LogVerdict } from './log-verify';
+export { verifyLogs, verifyOneLog, type LogVerdict, type PinOptions } from './log-verify';
 export { parseVerifierKey } from './signed-note';
 export { CHECKPOINT_FILE, SpanLog, VKEY_FILE } from './span-log';
-export { listLogs, logFolder, peekCheckpoint, readLogFile } from './span-log-read';
+export { listLogs, logFolder, peekCheckpoint, readLogFile, type LogSource } from './span-log-read';
 export { spanEntry, verifyTlogProof } from './tlog-checkpoint';
 export { parseTilePath, tilePath } from './tlog-tiles';
 export { writerLog } from './writer-log';

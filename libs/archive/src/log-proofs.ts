@@ -1,5 +1,6 @@
 import {
   LogCheckFailed,
+  folderSource,
   listLogs,
   parseSpanEntry,
   readEntries,
@@ -57,7 +58,7 @@ export class LogProofs {
         let view = this.views.get(name);
         if (view?.size !== state.checkpoint.size) {
           const byRef = new Map<string, { index: number; entry: string }>();
-          (await readEntries(state.dir, state.checkpoint.size)).forEach((entry, index) => {
+          (await readEntries(folderSource(state.dir), state.checkpoint.size)).forEach((entry, index) => {
             const span = parseSpanEntry(entry);
             if (span !== null) byRef.set(`${span.run}/${span.span}`, { index, entry });
           });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 import { sha256Hex } from './canonical-json';
 import { SealedArchive } from './sealed-archive';
-import { listLogs, logFolder, readEntries, readLogState, tlogProofFor } from './span-log-read';
+import { folderSource, listLogs, logFolder, readEntries, readLogState, tlogProofFor } from './span-log-read';
 import { verifyTlogProof } from './tlog-checkpoint';
 import { writerLog } from './writer-log';
 
@@ -39,7 +39,7 @@ describe('every sealed span becomes an entry of its writer log', () => {
     for (let i = 0; i < 5; i += 1) refs.push(await archive.write(span(i % 2 === 0 ? 'a' : 'b', i)));
     const state = (await readLogState(spanDir, 'r1'))!;
     expect(state.checkpoint).toMatchObject({ origin: 'test.example/r1', size: 5 });
-    const entries = await readEntries(state.dir, 5);
+    const entries = await readEntries(folderSource(state.dir), 5);
     expect(entries).toEqual(
       refs.map(
         (r) =>
@@ -66,7 +66,7 @@ describe('every sealed span becomes an entry of its writer log', () => {
     for (const name of ['r1', 'r2', 'r2-capture']) {
       const state = (await readLogState(spanDir, name))!;
       expect(state.checkpoint.size).toBe(3);
-      const entries = await readEntries(logFolder(spanDir, name), 3);
+      const entries = await readEntries(folderSource(logFolder(spanDir, name)), 3);
       // Each log holds its own writer's spans only (the run names end in the writer's replica tag).
       expect(entries.every((e) => e.includes(`-${name} `))).toBe(true);
     }

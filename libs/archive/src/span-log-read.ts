@@ -43,6 +43,20 @@ export async function readLogFile(dir: string, rel: string): Promise<Buffer | nu
   }
 }
 
+/**
+ * Where a log's files are read from: its folder on the span volume, or (the recall CLI through a sidecar) the
+ * sidecar's `/guardian/archive/logs/<name>/...`. `read` answers null for a file that is not there.
+ */
+export interface LogSource {
+  name: string;
+  read(rel: string): Promise<Buffer | null>;
+}
+
+/** A log's folder on the span volume as a {@link LogSource}. */
+export function folderSource(dir: string): LogSource {
+  return { name: path.basename(dir), read: (rel) => readLogFile(dir, rel) };
+}
+
 /** A log as it is on disk: its key, its newest checkpoint (signature checked) and its entries. */
 export interface LogState {
   name: string;
@@ -80,20 +94,19 @@ export class LogCheckFailed extends Error {
 
 /** Reads one tile at the width a tree needs; a deleted partial is read as the prefix of its full tile. */
 export async function readTile(
-  dir: string,
+  src: LogSource,
   level: number | 'entries',
   n: number,
   width: number,
 ): Promise<Buffer> {
-  const exact = await readLogFile(dir, tilePath(level, n, width));
+  const exact = await src.read(tilePath(level, n, width));
   if (exact !== null) return exact;
-  const full = width < TILE_WIDTH ? await readLogFile(dir, tilePath(level, n, TILE_WIDTH)) : null;
+  const full = width < TILE_WIDTH ? await src.read(tilePath(level, n, TILE_WIDTH)) : null;
   if (full === null)
-    throw new LogCheckFailed('log-tile', path.basename(dir), `tile ${tilePath(level, n, width)} is missing`);
+    throw new LogCheckFailed('log-tile', src.name, `tile ${tilePath(level, n, width)} is missing`);
   if (level === 'entries') {
     const entries = decodeBundle(full);
-    if (entries === null)
-      throw new LogCheckFailed('log-tile', path.basename(dir), 'an entry bundle is malformed');
+    if (entries === null) throw new LogCheckFailed('log-tile', src.name, 'an entry bundle is malformed');
     return Buffer.concat(entries.slice(0, width).flatMap((e) => [lengthPrefix(e.length), e]));
   }
   return full.subarray(0, width * 32);
@@ -106,17 +119,13 @@ function lengthPrefix(n: number): Buffer {
 }
 
 /** Every entry of a tree of `size`, in order, from the entry bundles. */
-export async function readEntries(dir: string, size: number): Promise<string[]> {
+export async function readEntries(src: LogSource, size: number): Promise<string[]> {
   const out: string[] = [];
   for (let n = 0; n * TILE_WIDTH < size; n += 1) {
     const width = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
-    const entries = decodeBundle(await readTile(dir, 'entries', n, width));
+    const entries = decodeBundle(await readTile(src, 'entries', n, width));
     if (entries?.length !== width) {
-      throw new LogCheckFailed(
-        'log-tile',
-        path.basename(dir),
-        `entry bundle ${n} does not hold ${width} entries`,
-      );
+      throw new LogCheckFailed('log-tile', src.name, `entry bundle ${n} does not hold ${width} entries`);
     }
     out.push(...entries.map((e) => e.toString('utf8')));
   }
@@ -125,18 +134,20 @@ export async function readEntries(dir: string, size: number): Promise<string[]> 
 
 /** The inclusion proof of entry `index` in the tree of `size`, through the tiles. */
 function proveInclusion(dir: string, index: number, size: number): Promise<Hash[]> {
+  const src = folderSource(dir);
   return withTiles(
     size,
-    (l, n, w) => readTile(dir, l, n, w),
+    (l, n, w) => readTile(src, l, n, w),
     (sub) => inclusionProof(index, size, sub),
   );
 }
 
 /** The consistency proof from the tree of `older` to the tree of `newer`, through the newer tree's tiles. */
 export function proveConsistency(dir: string, older: number, newer: number): Promise<Hash[]> {
+  const src = folderSource(dir);
   return withTiles(
     newer,
-    (l, n, w) => readTile(dir, l, n, w),
+    (l, n, w) => readTile(src, l, n, w),
     (sub) => consistencyProof(older, newer, sub),
   );
 }

@@ -166,6 +166,26 @@ export type ReceiptsAnswer = ReceiptsSummary;
 /** `GET /guardian/archive/savings?since=`. */
 export type SavingsAnswer = SavingsSummary;
 
+/** One writer's log as `GET /guardian/archive/logs` lists it (docs/ARCHIVE_FORMAT.md#the-log). */
+interface LogListing {
+  name: string;
+  origin: string | null;
+  size: number | null;
+  vkey: string | null;
+  /** This sidecar's own log (served at /guardian/archive/log/...). */
+  own: boolean;
+  /**
+   * Whether the caller is served this log's entry bundles (the admin, or any reader outside team mode): they name
+   * every owner's runs, so a developer checks the tree from the hash tiles instead.
+   */
+  entries_served: boolean;
+}
+
+/** `GET /guardian/archive/logs`. */
+export interface LogsAnswer {
+  logs: LogListing[];
+}
+
 /** `POST /guardian/capture`: transcript lines of a Claude Code session, as the hook archives them. */
 export interface CaptureRequest {
   /** sha256 hex of Claude Code's session id (the hook's own session hash). */

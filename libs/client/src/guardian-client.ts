@@ -49,10 +49,11 @@ export interface GuardianClientOptions {
   maxReplyBytes?: number;
 }
 
-/** A reply as it came: its status and the parsed JSON body (null when empty or not JSON). */
+/** A reply as it came: its status, the parsed JSON body (null when empty or not JSON) and its bytes. */
 export interface RawReply {
   status: number;
   body: unknown;
+  bytes: Buffer;
 }
 
 export type Query = Record<string, string | number | undefined>;
@@ -120,6 +121,17 @@ export class GuardianClient {
     return this.json<T>('GET', path, query);
   }
 
+  /**
+   * A GET of a file the sidecar serves as bytes (a log's checkpoint, key or tile): null on a 404, its bytes on a 2xx,
+   * and the sidecar's refusal for anything else.
+   */
+  async getBytes(path: string): Promise<Buffer | null> {
+    const reply = await this.send('GET', path);
+    if (reply.status === 404) return null;
+    if (reply.status < 200 || reply.status > 299) throw refusal(reply);
+    return reply.bytes;
+  }
+
   private async json<T>(method: 'GET' | 'POST', path: string, query: Query, body?: unknown): Promise<T> {
     const reply = await this.send(method, path, query, body);
     if (reply.status < 200 || reply.status > 299) throw refusal(reply);
@@ -174,7 +186,8 @@ function readReply(res: IncomingMessage, limit: number): Promise<RawReply> {
     });
     res.on('error', reject);
     res.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
+      const bytes = Buffer.concat(chunks);
+      const text = bytes.toString('utf8');
       let body: unknown = null;
       try {
         body = text === '' ? null : JSON.parse(text);
@@ -182,7 +195,7 @@ function readReply(res: IncomingMessage, limit: number): Promise<RawReply> {
         // Not JSON (a proxy's HTML error page, another service on the port): the status tells the caller enough.
         body = null;
       }
-      resolve({ status: res.statusCode ?? 0, body });
+      resolve({ status: res.statusCode ?? 0, body, bytes });
     });
   });
 }

@@ -6,6 +6,7 @@ export type {
   EventsAnswer,
   HandoffAnswer,
   HeadsAnswer,
+  LogsAnswer,
   ReadAnswer,
   ReadyAnswer,
   ReceiptsAnswer,

@@ -1,5 +1,6 @@
 import type {
   ArchiveSource,
+  LogSource,
   ChainHead,
   DigestsRequest,
   PageRequest,
@@ -14,6 +15,7 @@ import type {
 import type {
   DigestsAnswer,
   HeadsAnswer,
+  LogsAnswer,
   ReadAnswer,
   ReceiptsAnswer,
   SavingsAnswer,
@@ -88,5 +90,16 @@ export class RemoteArchive implements ArchiveSource {
 
   savings(req: { since: string }): Promise<SavingsAnswer> {
     return this.client.getJson<SavingsAnswer>('guardian/archive/savings', { since: req.since });
+  }
+
+  /** `GET /guardian/archive/logs`: every writer's log on the sidecar's volume. */
+  logs(): Promise<LogsAnswer> {
+    return this.client.getJson<LogsAnswer>('guardian/archive/logs');
+  }
+
+  /** A writer's log as the sidecar serves it (`/guardian/archive/logs/<name>/...`), for the log verifier. */
+  logSource(name: string): LogSource {
+    const base = `guardian/archive/logs/${encodeURIComponent(name)}/`;
+    return { name, read: (rel) => this.client.getBytes(base + rel) };
   }
 }

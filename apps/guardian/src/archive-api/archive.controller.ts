@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type {
   DigestsAnswer,
   HeadsAnswer,
+  LogsAnswer,
   ReadAnswer,
   ReceiptsAnswer,
   RunsAnswer,
@@ -25,7 +26,6 @@ import {
   parseQuery,
 } from './archive-query';
 import { ArchiveReaders } from './archive-readers';
-import type { LogListing } from './log-files';
 
 /**
  * The read-only recall API (ARCHITECTURE.md#http-surface, #access, docs/team.md): the archive on the sidecar's volume, read through the
@@ -118,8 +118,8 @@ export class ArchiveController {
   // The writers' transparency logs (issue 29, docs/ARCHIVE_FORMAT.md#the-log), served as C2SP tlog-tiles lays them out.
   @Get('logs')
   @Header('cache-control', 'no-store')
-  logs(): Promise<{ logs: LogListing[] }> {
-    return this.readers.logs.list();
+  logs(@Req() req: FastifyRequest): Promise<LogsAnswer> {
+    return this.readers.logs.list(viewerOf(req));
   }
 
   @Get('log/*')

@@ -8,17 +8,9 @@ import {
   peekCheckpoint,
   readLogFile,
 } from '@guardian/archive';
-import type { Viewer } from '../access/access-policy';
+import type { LogsAnswer } from '@guardian/client';
 
-/** One writer's log as `GET /guardian/archive/logs` lists it. */
-export interface LogListing {
-  name: string;
-  origin: string | null;
-  size: number | null;
-  vkey: string | null;
-  /** This sidecar's own log (served at /guardian/archive/log/...). */
-  own: boolean;
-}
+import type { Viewer } from '../access/access-policy';
 
 function notFound(what: string): ArchiveError {
   return new ArchiveError('ARCHIVE_NOT_FOUND', `${what} not found`);
@@ -37,8 +29,8 @@ export class LogFiles {
     readonly own: string,
   ) {}
 
-  async list(): Promise<{ logs: LogListing[] }> {
-    const logs: LogListing[] = [];
+  async list(viewer: Viewer): Promise<LogsAnswer> {
+    const logs: LogsAnswer['logs'] = [];
     for (const name of await listLogs(this.spanDir)) {
       const dir = logFolder(this.spanDir, name);
       const note = await readLogFile(dir, CHECKPOINT_FILE);
@@ -50,6 +42,7 @@ export class LogFiles {
         size: c?.size ?? null,
         vkey: vkey?.toString('utf8').trim() ?? null,
         own: name === this.own,
+        entries_served: viewer.kind === 'all',
       });
     }
     return { logs };
