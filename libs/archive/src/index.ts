@@ -41,7 +41,6 @@ export {
   type TokenPrices,
   type UsageLogInput,
   type UsageLogRow,
-  type UsageTotals,
 } from './usage-log';
 export { verifyArchive, verifyRun, type ChainBreak, type RunVerdict } from './verify';
 export { verifyIncrement, type VerifyCursor } from './verify-increment';

@@ -39,14 +39,29 @@ function isCompaction(row: ConsoleLogRow): boolean {
 
 const MINUTE_MS = 60_000;
 
-/** Compactions per UTC minute from `from` to `to`, only the minutes that had one (the page fills the rest). */
-export function minuteHistory(rows: readonly ConsoleLogRow[], from: Date, to: Date): HistoryBucket[] {
+/**
+ * Compactions per UTC minute from `from` to `to`, only the minutes that had one (the page fills the rest). `memoCounts`
+ * is the memo's per-minute count (ADR 0027: in the process, and every replica's in Redis when configured); per minute
+ * the larger of the two counts stands, since each may miss some (a log that could not be written, a Redis outage, a
+ * replica on another volume) and neither counts one compaction twice.
+ */
+export function minuteHistory(
+  rows: readonly ConsoleLogRow[],
+  from: Date,
+  to: Date,
+  memoCounts: ReadonlyMap<number, number> = new Map(),
+): HistoryBucket[] {
   const byMinute = new Map<number, number>();
   for (const row of rows) {
     const t = Date.parse(row.ts);
     if (!counted(row) || !isCompaction(row) || t < from.getTime() || t > to.getTime()) continue;
     const minute = Math.floor(t / MINUTE_MS) * MINUTE_MS;
     byMinute.set(minute, (byMinute.get(minute) ?? 0) + 1);
+  }
+  // A minute that began before `from` is the log's alone: the memo counts whole minutes, the window starts inside one.
+  for (const [minute, n] of memoCounts) {
+    if (minute < from.getTime() || minute > to.getTime()) continue;
+    byMinute.set(minute, Math.max(n, byMinute.get(minute) ?? 0));
   }
   return [...byMinute.entries()]
     .sort((a, b) => a[0] - b[0])

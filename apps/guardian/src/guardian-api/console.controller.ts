@@ -54,8 +54,16 @@ export class ConsoleController {
     const { minutes } = parsed.data;
     const now = new Date();
     const from = new Date(now.getTime() - minutes * 60_000);
-    const rows = await this.log.rows(viewerOf(req), from);
-    return { now: now.toISOString(), minutes, buckets: minuteHistory(rows, from, now) };
+    const viewer = viewerOf(req);
+    const [rows, counted] = await Promise.all([
+      this.log.rows(viewer, from),
+      this.memo.compactionHistory(
+        from.getTime(),
+        now.getTime(),
+        viewer.kind === 'owner' ? viewer.ownerHash : undefined,
+      ),
+    ]);
+    return { now: now.toISOString(), minutes, buckets: minuteHistory(rows, from, now, counted) };
   }
 
   @Get('sessions')
