@@ -118,7 +118,24 @@ describe('the console with two developers and an admin', () => {
           totals?.tokens_before,
           totals?.tokens_after,
           totals?.tokens_kept_out,
-        ]).toEqual([who, cli.compactions, cli.tokens_before, cli.tokens_after, cli.tokens_kept_out]);
+          totals?.answers,
+          totals?.tokens_in,
+          totals?.tokens_out,
+          totals?.summariser_tokens_in,
+          totals?.summariser_tokens_out,
+        ]).toEqual([
+          who,
+          cli.compactions,
+          cli.tokens_before,
+          cli.tokens_after,
+          cli.tokens_kept_out,
+          cli.answers,
+          cli.tokens_in,
+          cli.tokens_out,
+          cli.summariser_tokens_in,
+          cli.summariser_tokens_out,
+        ]);
+        expect(totals?.tokens_out).toBeGreaterThan(0);
       }
       expect(cli.tokens_kept_out).toBeGreaterThan(0);
       const row = page.locator(`#usage tr[data-owner="${who}"][data-model="all models"]`);
@@ -131,6 +148,12 @@ describe('the console with two developers and an admin', () => {
         cli.tokens_before?.toLocaleString('en-US'),
       );
       expect(await row.locator('td[data-field="compactions"]').textContent()).toBe(String(cli.compactions));
+      // The backend's own usage: tokens out and the summariser's tokens, as --savings has them.
+      for (const field of ['tokens_in', 'tokens_out', 'summariser_tokens_in', 'summariser_tokens_out'])
+        expect([field, await row.locator(`td[data-field="${field}"]`).textContent()]).toEqual([
+          field,
+          cli[field]?.toLocaleString('en-US'),
+        ]);
     }
     // The bounded Prometheus series say the same for the whole sidecar, with no owner in a label (docs/team.md).
     const text = await (await fetch(`${stack.guardian.url}/metrics`)).text();

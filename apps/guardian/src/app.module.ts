@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 
-import { ArchiveWriter, CompactionLog, Receipts, SealedArchive, writerLog } from '@guardian/archive';
+import {
+  ArchiveWriter,
+  CompactionLog,
+  Receipts,
+  SealedArchive,
+  UsageLog,
+  writerLog,
+} from '@guardian/archive';
 import { InMemoryMemoStore, MemoStore, RedisMemoStore } from '@guardian/memo';
 import { GuardianMetrics, MEMO_OPS } from '@guardian/telemetry';
 import { UpstreamClient } from '@guardian/upstream';
@@ -59,6 +66,7 @@ import { GuardianErrorFilter } from './http/error.filter';
 import { ServingState } from './http/serving-state';
 import { GuardianLogger } from './observability/guardian-logger';
 import { FailOpen } from './observability/fail-open';
+import { UsageLedger } from './observability/usage-ledger';
 import { recordUpstreamWait } from './observability/request-timing';
 import { ProxyFront } from './proxy/proxy-front';
 import { ProxyReporter } from './proxy/proxy-reporter';
@@ -173,6 +181,11 @@ function constructed({ config, logger, runtime }: GuardianModuleOptions): Provid
       provide: CompactionLog,
       useFactory: () =>
         new CompactionLog({ logDir: config.paths.logDir, replica: runtime.replica, gatherMs: BEHIND_MS }),
+    },
+    {
+      provide: UsageLog,
+      useFactory: () =>
+        new UsageLog({ usageDir: config.paths.usageDir, replica: runtime.replica, gatherMs: BEHIND_MS }),
     },
     {
       provide: Receipts,
@@ -290,6 +303,7 @@ export class AppModule {
         Summariser,
         SummaryBreaker,
         TokenCounts,
+        UsageLedger,
         UsageRecorder,
         UsageSample,
         WindowService,

@@ -7,6 +7,7 @@ describe('resolveGuardianPaths', () => {
       dataDir: '/home/dev/.local/share/context-guardian',
       spanDir: '/home/dev/.local/share/context-guardian/spans',
       logDir: '/home/dev/.local/share/context-guardian/log',
+      usageDir: '/home/dev/.local/share/context-guardian/usage',
       receiptsDir: '/home/dev/.local/share/context-guardian/receipts',
       anchorDir: null,
       verifiedDir: '/home/dev/.local/state/context-guardian/verified',

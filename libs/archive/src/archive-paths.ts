@@ -7,6 +7,8 @@ export interface GuardianPaths {
   dataDir: string;
   spanDir: string;
   logDir: string;
+  /** The usage log (tokens in and out, summariser tokens): `<dataDir>/usage`, beside the compaction log. */
+  usageDir: string;
   /** null when GUARDIAN_RECEIPTS=0 turns receipts off. */
   receiptsDir: string | null;
   /** null when no anchor folder is configured. */
@@ -65,7 +67,8 @@ export function resolveGuardianPaths(env: Record<string, string | undefined>, ho
   }
   const state = nonEmpty(env.XDG_STATE_HOME) ?? path.join(home, '.local', 'state');
   const verifiedDir = nonEmpty(env.GUARDIAN_VERIFIED_DIR) ?? path.join(state, 'context-guardian', 'verified');
-  return { dataDir, spanDir, logDir, receiptsDir, anchorDir, verifiedDir, warnings };
+  const usageDir = path.join(dataDir, 'usage');
+  return { dataDir, spanDir, logDir, usageDir, receiptsDir, anchorDir, verifiedDir, warnings };
 }
 
 const RUN_ID = /^[A-Za-z0-9_-]{1,80}$/;

@@ -32,6 +32,16 @@ export type { SealedHead } from './run-writer';
 export { parseAge, type ReceiptsSummary, type SavingsSummary } from './savings';
 export { SealedArchive, type SealedArchiveOptions } from './sealed-archive';
 export { searchArchive, type SearchResult } from './search';
+export {
+  UsageLog,
+  UsageLogLineSchema,
+  addUsageRow,
+  emptyUsageTotals,
+  spendUsd,
+  type TokenPrices,
+  type UsageLogInput,
+  type UsageLogRow,
+} from './usage-log';
 export { verifyArchive, verifyRun, type ChainBreak, type RunVerdict } from './verify';
 export { verifyIncrement, type VerifyCursor } from './verify-increment';
 

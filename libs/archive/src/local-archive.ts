@@ -30,6 +30,8 @@ export interface LocalArchiveOptions {
   spanDir: string;
   anchorDir: string | null;
   logDir: string;
+  /** The usage log (tokens in and out, summariser tokens); unset, --savings has no usage figures. */
+  usageDir?: string;
   receiptsDir: string | null;
   /** Team mode: the runs one owner may see (the sidecar's API sets it per caller); unset reads every run. */
   scope?: ArchiveScope;
@@ -148,6 +150,7 @@ export class LocalArchive implements ArchiveSource {
     return savingsSummary({
       since: req.since,
       logDir: this.opts.logDir,
+      usageDir: this.opts.usageDir,
       receiptsDir: this.opts.receiptsDir,
       now: this.opts.now,
       scope: this.opts.scope,

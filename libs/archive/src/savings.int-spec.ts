@@ -6,6 +6,7 @@ import { CompactionLog, type CompactionLogInput } from './compaction-log';
 import { Receipts } from './receipts';
 import { parseAge, receiptsSummary, savingsSummary } from './savings';
 import { SealedArchive } from './sealed-archive';
+import { UsageLog } from './usage-log';
 
 const NOW = new Date('2026-11-01T12:00:00Z');
 
@@ -99,13 +100,29 @@ describe('compaction log, receipts and their summaries', () => {
     const receipts = new Receipts({ receiptsDir: join(root, 'receipts'), replica: 'r1', now: () => NOW });
     await receipts.record({ kind: 'recall_call', hits: 3, chars_returned: 170 });
     await receipts.record({ kind: 'recall_tool_call', chars_returned: 3000 });
+    // The usage log: two answers (one without usage from the backend) and a summary; one answer before the window.
+    let clock = new Date(NOW.getTime() - 8 * 86_400_000);
+    const usage = new UsageLog({ usageDir: join(root, 'usage'), replica: 'r1', now: () => clock });
+    const answer = { kind: 'answer', owner_hash: null, route: 'chat', model: 'm' } as const;
+    await usage.append({ ...answer, tokens_in: 70_000, tokens_out: 700 });
+    clock = NOW;
+    await usage.append({ ...answer, tokens_in: 4100, tokens_out: 42 });
+    await usage.append({ ...answer, tokens_in: null, tokens_out: null });
+    await usage.append({ ...answer, kind: 'summary', tokens_in: 9000, tokens_out: 300 });
     const summary = await savingsSummary({
       since: '7d',
       logDir,
+      usageDir: join(root, 'usage'),
       receiptsDir: join(root, 'receipts'),
       now: () => NOW,
     });
     expect(summary).toEqual({
+      answers: 2,
+      answers_without_usage: 1,
+      tokens_in: 4100,
+      tokens_out: 42,
+      summariser_tokens_in: 9000,
+      summariser_tokens_out: 300,
       window: '7d',
       compactions: 2,
       tokens_before: 18000,

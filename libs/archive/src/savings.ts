@@ -9,6 +9,7 @@ import { journalSegments, runFiles, scopedRunIds, spanNumbers } from './archive-
 import { readDailyLogs } from './jsonl';
 import type { ArchiveScope } from './owners';
 import { readReceiptTotals } from './receipts';
+import { addUsageRow, emptyUsageTotals, UsageLogLineSchema, type UsageTotals } from './usage-log';
 import { verifyArchive, verifyRun, type RunVerdict } from './verify';
 
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
@@ -38,8 +39,11 @@ const SavingsLineSchema = z.looseObject({
   owner_hash: z.string().nullish(),
 });
 
-/** --savings --json: every figure counted from the compaction log and the receipts, none estimated. */
-export interface SavingsSummary {
+/**
+ * --savings --json: every figure counted from the compaction log, the usage log and the receipts, none estimated.
+ * The usage log's figures (UsageTotals) are the backend's own usage: tokens in and out, and what summaries cost.
+ */
+export interface SavingsSummary extends UsageTotals {
   window: string;
   compactions: number;
   tokens_before: number;
@@ -61,6 +65,8 @@ export async function savingsSummary(opts: {
   since: string;
   logDir: string;
   receiptsDir: string | null;
+  /** The usage log's folder (GuardianPaths.usageDir); unset, the usage figures are 0. */
+  usageDir?: string;
   now?: () => Date;
   /** Team mode: only the scope owner's compactions and recalls. */
   scope?: ArchiveScope;
@@ -79,6 +85,7 @@ export async function savingsSummary(opts: {
     summaries_reused: 0,
     recall_calls: 0,
     chars_returned: 0,
+    ...emptyUsageTotals(),
   };
   for (const row of rows) {
     // A dry run forwards the request unchanged, so it saved nothing (seed "Prove it"; ARCHITECTURE.md#compaction).
@@ -93,6 +100,10 @@ export async function savingsSummary(opts: {
   }
   out.tokens_kept_out = Math.max(0, out.tokens_before - out.tokens_after);
   out.pct_smaller = out.tokens_before > 0 ? round1((out.tokens_kept_out / out.tokens_before) * 100) : 0;
+  if (opts.usageDir !== undefined) {
+    const usage = await readDailyLogs(opts.usageDir, from, UsageLogLineSchema);
+    for (const row of usage.rows) if (owner === undefined || row.owner_hash === owner) addUsageRow(out, row);
+  }
   const receipts = await readReceiptTotals(opts.receiptsDir, from, owner);
   out.recall_calls = receipts.recall_calls + receipts.recall_tool_calls;
   out.chars_returned = receipts.chars_returned;

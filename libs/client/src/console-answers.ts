@@ -79,6 +79,20 @@ export interface UsageFigures {
   summariser_calls: number;
   /** tokens_kept_out at GUARDIAN_COST_PER_1M_INPUT_USD (0 when unset). */
   cost_kept_out_usd: number;
+  /** Answered requests (the usage log); `answers_without_usage` of them reported no usage, so their tokens are unknown. */
+  answers: number;
+  answers_without_usage: number;
+  /** The backend's own prompt and completion tokens over the answered requests. */
+  tokens_in: number;
+  tokens_out: number;
+  /** What summariser calls cost, as the backend reported it. */
+  summariser_tokens_in: number;
+  summariser_tokens_out: number;
+  /**
+   * The spend at the configured prices: (tokens_in + summariser_tokens_in) at GUARDIAN_COST_PER_1M_INPUT_USD plus
+   * (tokens_out + summariser_tokens_out) at GUARDIAN_COST_PER_1M_OUTPUT_USD (0 when both are unset).
+   */
+  cost_usd: number;
 }
 
 export interface UsageModelFigures extends UsageFigures {
@@ -101,5 +115,6 @@ export interface UsagePeriod {
 /** `GET /guardian/usage/summary`: the caller's usage (admin: everyone's) for the last 24 hours and 7 days. */
 export interface UsageSummaryAnswer {
   price_per_1m_input_usd: number;
+  price_per_1m_output_usd: number;
   periods: { '24h': UsagePeriod; '7d': UsagePeriod };
 }

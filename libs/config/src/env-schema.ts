@@ -97,6 +97,7 @@ export const envSchema = z.object({
   GUARDIAN_DRY_RUN: flag('0'),
   GUARDIAN_CAPTURE: z.enum(['off', 'journal']).default('off'),
   GUARDIAN_COST_PER_1M_INPUT_USD: z.coerce.number().min(0).default(0),
+  GUARDIAN_COST_PER_1M_OUTPUT_USD: z.coerce.number().min(0).default(0),
   GUARDIAN_MAX_SESSIONS: int(1024, 1),
   GUARDIAN_REDIS_URL: optionalText.pipe(
     z

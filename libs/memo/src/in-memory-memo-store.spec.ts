@@ -162,4 +162,24 @@ describe('InMemoryMemoStore', () => {
       expect.objectContaining({ code: 'MEMO_BAD_OPTION' }),
     );
   });
+
+  it('counts compactions per minute and owner, and forgets minutes over a day old', async () => {
+    let now = Date.parse('2026-12-04T12:00:30Z');
+    const store = new InMemoryMemoStore({ maxSessions: 4, now: () => now });
+    const noon = Date.parse('2026-12-04T12:00:00Z');
+    await store.countCompaction(noon + 1_000, 'alice');
+    await store.countCompaction(noon + 59_000, 'alice');
+    await store.countCompaction(noon + 61_000, 'bob');
+    await store.countCompaction(noon + 62_000);
+    const all = await store.compactionHistory(noon, noon + 120_000);
+    expect([...all]).toEqual([
+      [noon, 2],
+      [noon + 60_000, 2],
+    ]);
+    expect([...(await store.compactionHistory(noon, noon + 120_000, 'bob'))]).toEqual([[noon + 60_000, 1]]);
+    // A day and three minutes later, the first minutes are gone once the next compaction is counted.
+    now = noon + 24 * 3_600_000 + 180_000;
+    await store.countCompaction(now, 'alice');
+    expect([...(await store.compactionHistory(noon, now))]).toEqual([[now - (now % 60_000), 1]]);
+  });
 });

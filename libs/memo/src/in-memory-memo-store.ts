@@ -5,6 +5,7 @@ import { LruMap } from '@guardian/collections';
 import { newerUsage, usageTime } from './memo-codec';
 import { MemoError } from './memo-error';
 import { MemoStore, type MemoEntry, type MemoLock, type UsageRecord } from './memo-store';
+import { MinuteHistory } from './minute-history';
 
 /** Options of the one-process memo. */
 export interface InMemoryMemoStoreOptions {
@@ -44,6 +45,7 @@ export class InMemoryMemoStore extends MemoStore {
   private readonly usage: LruMap<string, UsageRecord>;
   private readonly locks = new Map<string, HeldLock>();
   private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly history: MinuteHistory;
 
   constructor(options: InMemoryMemoStoreOptions) {
     super();
@@ -61,6 +63,7 @@ export class InMemoryMemoStore extends MemoStore {
       );
     }
     this.maxSessions = options.maxSessions;
+    this.history = new MinuteHistory(() => this.now());
     this.maxEntries = maxEntries;
     this.now = options.now ?? Date.now;
     this.sessions = new LruMap(options.maxSessions);
@@ -150,6 +153,14 @@ export class InMemoryMemoStore extends MemoStore {
       .sort((a, b) => usageTime(b) - usageTime(a))
       .slice(0, Math.max(0, limit))
       .map((record) => ({ ...record }));
+  }
+
+  async countCompaction(atMs: number, owner?: string): Promise<void> {
+    this.history.add(atMs, owner);
+  }
+
+  async compactionHistory(fromMs: number, toMs: number, owner?: string): Promise<Map<number, number>> {
+    return this.history.read(fromMs, toMs, owner);
   }
 
   async close(): Promise<void> {

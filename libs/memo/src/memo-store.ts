@@ -93,5 +93,12 @@ export abstract class MemoStore {
   abstract getUsage(session?: string, owner?: string): Promise<UsageRecord | undefined>;
   /** Sessions with usage, most recent first, at most `limit` (the dashboard's window-fill list); one owner's if given. */
   abstract recentUsage(limit: number, owner?: string): Promise<UsageRecord[]>;
+  /**
+   * Counts one compaction in its minute (the console's chart, issue 31 item 1): in the process, and in Redis when one
+   * is configured, so every replica's page shows every replica's compactions. `owner` is the owner hash in team mode.
+   */
+  abstract countCompaction(atMs: number, owner?: string): Promise<void>;
+  /** Compactions per minute (ms at the minute's start) from `fromMs` to `toMs`; one owner's, or everyone's. */
+  abstract compactionHistory(fromMs: number, toMs: number, owner?: string): Promise<Map<number, number>>;
   abstract close(): Promise<void>;
 }

@@ -50,6 +50,11 @@ export class RedisKeys {
       : `${this.prefix}usage:recent:${this.part(owner)}`;
   }
 
+  /** A hash of one minute's compactions (ms at the minute's start), one field per owner hash (`-`: no token). */
+  history(minute: number): string {
+    return `${this.prefix}history:${minute}`;
+  }
+
   private part(value: string): string {
     return SAFE_PART.test(value) ? value : sha256(value);
   }

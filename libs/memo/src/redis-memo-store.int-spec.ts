@@ -243,4 +243,25 @@ describe('RedisMemoStore against a real Redis', () => {
     ]);
     expect(a.status()).toBe('ready');
   });
+
+  it("shares the per-minute compaction counts, per owner, with a TTL (the console's chart on every replica)", async () => {
+    const [a, b] = [await replica(), await replica()];
+    const noon = Date.parse('2026-12-04T12:00:00Z');
+    await a.countCompaction(noon + 5_000, 'alice');
+    await a.countCompaction(noon + 6_000);
+    await b.countCompaction(noon + 65_000, 'bob');
+    // Each replica sees both: b counted nothing in the first minute itself.
+    for (const store of [a, b])
+      expect([...(await store.compactionHistory(noon, noon + 120_000))]).toEqual([
+        [noon, 2],
+        [noon + 60_000, 1],
+      ]);
+    expect([...(await b.compactionHistory(noon, noon + 120_000, 'alice'))]).toEqual([[noon, 1]]);
+    const key = new RedisKeys(prefix).history(noon);
+    expect(await raw.hgetall(key)).toEqual({ alice: '1', '-': '1' });
+    const ttl = await raw.ttl(key);
+    expect(ttl).toBeGreaterThan(24 * 3600);
+    expect(ttl).toBeLessThanOrEqual(24 * 3600 + 60);
+    expect(errors).toEqual([]);
+  });
 });

@@ -5,9 +5,12 @@ import { InMemoryMemoStore, MAX_CUTS_PER_SESSION } from './in-memory-memo-store'
 import { decodeEntry, decodeUsage, newerUsage, usageTime } from './memo-codec';
 import { MemoError } from './memo-error';
 import { MemoStore, type MemoEntry, type MemoLock, type UsageRecord } from './memo-store';
+import { mergeHistory } from './minute-history';
 import { RedisConnection, type RedisConnectResult, type RedisMemoStatus } from './redis-connection';
+import { countMinute, readMinutes } from './redis-history';
 import { RedisKeys } from './redis-keys';
 import { redisMemoOptionsSchema, type RedisMemoStoreOptions } from './redis-memo-options';
+import { checkResults } from './redis-results';
 
 // Releases a lock only for the holder whose token it still stores: a holder whose lock expired and was
 // taken by another replica must not free the new holder's lock (the single-instance pattern of
@@ -17,8 +20,6 @@ const RELEASE_LOCK = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis
 // waitFor polls with a short backoff: quick to notice a summary, light on Redis during a long wait.
 const POLL_START_MS = 25;
 const POLL_MAX_MS = 100;
-
-type Results = [error: Error | null, result: unknown][] | null;
 
 /**
  * The memo shared by every replica, in Redis. Every operation is fail-soft: when Redis is down, slow or
@@ -222,6 +223,25 @@ export class RedisMemoStore extends MemoStore {
     );
   }
 
+  async countCompaction(atMs: number, owner?: string): Promise<void> {
+    await this.fallback.countCompaction(atMs, owner);
+    await this.attempt(
+      'countCompaction',
+      () => countMinute(this.redis, this.keys, atMs, owner),
+      async () => undefined,
+    );
+  }
+
+  /** Every replica's count, per minute, or at least this replica's own where Redis missed some (an outage). */
+  async compactionHistory(fromMs: number, toMs: number, owner?: string): Promise<Map<number, number>> {
+    const local = await this.fallback.compactionHistory(fromMs, toMs, owner);
+    return this.attempt(
+      'compactionHistory',
+      async () => mergeHistory(await readMinutes(this.redis, this.keys, { fromMs, toMs, owner }), local),
+      async () => local,
+    );
+  }
+
   async close(): Promise<void> {
     await this.connection.close();
     await this.fallback.close();
@@ -270,13 +290,4 @@ export class RedisMemoStore extends MemoStore {
       this.options.logger?.warn({ op, err }, 'memo onError callback threw; ignored');
     }
   }
-}
-
-/** Results of a MULTI or pipeline; throws the first per-command error (ioredis reports them inline). */
-function checkResults(results: Results): unknown[] {
-  if (results === null) throw new MemoError('MEMO_REDIS_FAILED', 'Redis discarded the transaction');
-  return results.map(([error, result]) => {
-    if (error !== null) throw error;
-    return result;
-  });
 }

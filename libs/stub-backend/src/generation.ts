@@ -113,6 +113,7 @@ export function answerGeneration(
     completionTokens: replyTokens(reply),
     includeUsage: streamOptions.include_usage === true,
   };
+  record.completionTokens = plan.completionTokens;
   const stream = body.stream === true;
   switch (route) {
     case 'chat':

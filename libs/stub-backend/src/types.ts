@@ -80,6 +80,8 @@ export interface RecordedRequest {
   isSummary: boolean;
   /** The stub's own count of the prompt (generation, tokenize and count_tokens routes). */
   promptTokens?: number;
+  /** The completion tokens the stub's answer reported in its usage (generation routes that answered). */
+  completionTokens?: number;
   /** With `truncate`: the prompt was over the window and was answered as if cut to it. */
   truncated?: boolean;
   /** HTTP status the stub answered; 0 until the status line is written. */

@@ -69,8 +69,20 @@ export const RECALL_TOOL_LABELS = [
 ] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
-/** What `guardian_usage_tokens` counts: the tokens clients sent, what guardian forwarded, and their difference. */
-const USAGE_TOKEN_KINDS = ['sent', 'forwarded', 'kept_out'] as const;
+/**
+ * What `guardian_usage_tokens` counts: the tokens clients sent into compacted requests, what guardian forwarded of
+ * them, and their difference (the compaction log); the backend's own prompt (`in`) and completion (`out`) tokens over
+ * every answered request, and the summariser's (the usage log).
+ */
+const USAGE_TOKEN_KINDS = [
+  'sent',
+  'forwarded',
+  'kept_out',
+  'in',
+  'out',
+  'summariser_in',
+  'summariser_out',
+] as const;
 
 /**
  * The sidecar's usage over one period, from the compaction log (the console's figures). No owner and no model label:
@@ -83,7 +95,15 @@ export interface UsageSample {
   sent: number;
   forwarded: number;
   kept_out: number;
+  in: number;
+  out: number;
+  summariser_in: number;
+  summariser_out: number;
   compactions: number;
+  /** Answered requests (the usage log). */
+  answers: number;
+  /** The spend at the configured prices (0 when none is set). */
+  cost_usd: number;
 }
 
 /**
@@ -140,6 +160,8 @@ const NAMES = {
   accessRefusals: 'guardian_access_refusals_total',
   usageTokens: 'guardian_usage_tokens',
   usageCompactions: 'guardian_usage_compactions',
+  usageAnswers: 'guardian_usage_answers',
+  usageCost: 'guardian_usage_cost_usd',
   buildInfo: 'guardian_build_info',
 } as const;
 
@@ -351,7 +373,7 @@ export class GuardianMetrics {
   private usageRead: Promise<UsageSample[]> | undefined;
   readonly usageTokens = new Gauge<'period' | 'kind'>({
     name: NAMES.usageTokens,
-    help: 'Tokens sent, forwarded and kept out over the last 24h and 7d, from the compaction log (what recall --savings adds up).',
+    help: 'Tokens over the last 24h and 7d, what recall --savings adds up: sent, forwarded and kept out by compaction (the compaction log); the backend-reported in and out of answered requests, and of summariser calls (the usage log).',
     labelNames: ['period', 'kind'],
     registers: [this.registry],
     collect: async () => {
@@ -370,6 +392,28 @@ export class GuardianMetrics {
       const samples = await this.usageSamples();
       this.usageCompactions.reset();
       for (const u of samples) this.usageCompactions.set({ period: u.period }, u.compactions);
+    },
+  });
+  readonly usageAnswers = new Gauge<'period'>({
+    name: NAMES.usageAnswers,
+    help: 'Answered requests over the last 24h and 7d, from the usage log (what recall --savings counts as answered).',
+    labelNames: ['period'],
+    registers: [this.registry],
+    collect: async () => {
+      const samples = await this.usageSamples();
+      this.usageAnswers.reset();
+      for (const u of samples) this.usageAnswers.set({ period: u.period }, u.answers);
+    },
+  });
+  readonly usageCost = new Gauge<'period'>({
+    name: NAMES.usageCost,
+    help: 'Spend over the last 24h and 7d at GUARDIAN_COST_PER_1M_INPUT_USD and GUARDIAN_COST_PER_1M_OUTPUT_USD (0 without prices).',
+    labelNames: ['period'],
+    registers: [this.registry],
+    collect: async () => {
+      const samples = await this.usageSamples();
+      this.usageCost.reset();
+      for (const u of samples) this.usageCost.set({ period: u.period }, u.cost_usd);
     },
   });
   readonly buildInfo = this.gauge(NAMES.buildInfo, 'Always 1; the version label names the running build.', [

@@ -22,6 +22,8 @@ export interface CliConfig extends GuardianPaths {
   retentionDays: number;
   /** Price of a million input tokens, for the savings figure; 0 leaves money out. */
   costPer1MInputUsd?: number;
+  /** Price of a million output tokens (completions and summaries), for the spend; 0 leaves it out. */
+  costPer1MOutputUsd?: number;
 }
 
 /**
@@ -33,11 +35,13 @@ export function loadCliConfig(io: CliIo): CliConfig {
     'GUARDIAN_KEEP_SPANS',
     'GUARDIAN_RETENTION_DAYS',
     'GUARDIAN_COST_PER_1M_INPUT_USD',
+    'GUARDIAN_COST_PER_1M_OUTPUT_USD',
   ]);
   return {
     ...resolveGuardianPaths(io.env, io.home),
     keepSpans: parsed.GUARDIAN_KEEP_SPANS,
     retentionDays: parsed.GUARDIAN_RETENTION_DAYS,
     costPer1MInputUsd: parsed.GUARDIAN_COST_PER_1M_INPUT_USD,
+    costPer1MOutputUsd: parsed.GUARDIAN_COST_PER_1M_OUTPUT_USD,
   };
 }

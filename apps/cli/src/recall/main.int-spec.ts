@@ -162,6 +162,8 @@ describe('context-guardian-recall', () => {
         '  oversized     1 pasted message(s) cut to head + tail',
         '  summaries     0 reused (no summariser call)',
         '  recall        0 call(s), 0 chars returned',
+        '  answered      0 request(s): 0 tokens in, 0 out',
+        '  summariser    0 tokens in, 0 out',
         '',
       ].join('\n'),
     );
@@ -178,13 +180,26 @@ describe('context-guardian-recall', () => {
       'summaries_reused',
       'recall_calls',
       'chars_returned',
+      'answers',
+      'answers_without_usage',
+      'tokens_in',
+      'tokens_out',
+      'summariser_tokens_in',
+      'summariser_tokens_out',
     ]);
     const priced = captureIo(dataDir, { GUARDIAN_COST_PER_1M_INPUT_USD: '3' });
     expect(await main(['--savings', '--since', '7d'], priced)).toBe(0);
     expect(priced.out()).toContain('  cost          $0.39 of input kept out (at $3 per 1M tokens)');
     const pricedJson = captureIo(dataDir, { GUARDIAN_COST_PER_1M_INPUT_USD: '3' });
     expect(await main(['--savings', '--since', '7d', '--json'], pricedJson)).toBe(0);
-    expect(JSON.parse(pricedJson.out())).toMatchObject({ tokens_kept_out: 130513, cost_saved_usd: 0.3915 });
+    expect(JSON.parse(pricedJson.out())).toMatchObject({
+      tokens_kept_out: 130513,
+      cost_saved_usd: 0.3915,
+      cost_usd: 0,
+    });
+    const spend = captureIo(dataDir, { GUARDIAN_COST_PER_1M_OUTPUT_USD: '10' });
+    expect(await main(['--savings', '--since', '7d'], spend)).toBe(0);
+    expect(spend.out()).toContain('  spend         $0.00 (at $0 in, $10 out per 1M tokens)');
     const bad = captureIo(dataDir);
     expect(await main(['--savings', '--since', '7y'], bad)).toBe(2);
     expect(bad.err()).toContain('ARCHIVE_BAD_AGE');

@@ -1,4 +1,4 @@
-import type { ReceiptsSummary, SavingsSummary } from '@guardian/archive';
+import { spendUsd, type ReceiptsSummary, type SavingsSummary, type TokenPrices } from '@guardian/archive';
 
 import { formatCount, printJson } from '../common/cli-io';
 import { EXIT, type ExitCode } from '../common/exit-codes';
@@ -46,8 +46,12 @@ export async function receiptsCommand(ctx: RecallContext): Promise<ExitCode> {
   return EXIT.OK;
 }
 
-/** The seed's savings block. */
-export function savingsBlock(s: SavingsSummary, costPer1M = 0): string {
+/** The seed's savings block, and the backend's own usage (the usage log) under it. */
+export function savingsBlock(
+  s: SavingsSummary,
+  prices: TokenPrices = { inputPer1M: 0, outputPer1M: 0 },
+): string {
+  const costPer1M = prices.inputPer1M;
   const lines = [
     `Context Guardian savings (last ${s.window})`,
     `  compactions   ${formatCount(s.compactions)}`,
@@ -56,10 +60,18 @@ export function savingsBlock(s: SavingsSummary, costPer1M = 0): string {
     `  oversized     ${formatCount(s.oversized_spills)} pasted message(s) cut to head + tail`,
     `  summaries     ${formatCount(s.summaries_reused)} reused (no summariser call)`,
     `  recall        ${formatCount(s.recall_calls)} call(s), ${formatCount(s.chars_returned)} chars returned`,
+    `  answered      ${formatCount(s.answers)} request(s): ${formatCount(s.tokens_in)} tokens in, ${formatCount(s.tokens_out)} out` +
+      (s.answers_without_usage > 0 ? ` (${formatCount(s.answers_without_usage)} reported no usage)` : ''),
+    `  summariser    ${formatCount(s.summariser_tokens_in)} tokens in, ${formatCount(s.summariser_tokens_out)} out`,
   ];
   if (costPer1M > 0) {
     lines.push(
       `  cost          $${costSaved(s, costPer1M).toFixed(2)} of input kept out (at $${costPer1M} per 1M tokens)`,
+    );
+  }
+  if (prices.inputPer1M > 0 || prices.outputPer1M > 0) {
+    lines.push(
+      `  spend         $${spendUsd(s, prices).toFixed(2)} (at $${prices.inputPer1M} in, $${prices.outputPer1M} out per 1M tokens)`,
     );
   }
   return lines.join('\n');
@@ -73,12 +85,17 @@ function costSaved(s: SavingsSummary, costPer1M: number): number {
 /** `--savings --since AGE [--json]`. */
 export async function savingsCommand(ctx: RecallContext): Promise<ExitCode> {
   const summary = await ctx.archive.savings({ since: ctx.flags.since });
-  const price = ctx.config.costPer1MInputUsd ?? 0;
+  const prices = {
+    inputPer1M: ctx.config.costPer1MInputUsd ?? 0,
+    outputPer1M: ctx.config.costPer1MOutputUsd ?? 0,
+  };
+  const price = prices.inputPer1M;
   if (ctx.flags.json)
-    printJson(
-      ctx.io,
-      price > 0 ? { ...summary, cost_saved_usd: Number(costSaved(summary, price).toFixed(4)) } : summary,
-    );
-  else ctx.io.stdout.write(`${savingsBlock(summary, price)}\n`);
+    printJson(ctx.io, {
+      ...summary,
+      ...(price > 0 ? { cost_saved_usd: Number(costSaved(summary, price).toFixed(4)) } : {}),
+      ...(price > 0 || prices.outputPer1M > 0 ? { cost_usd: spendUsd(summary, prices) } : {}),
+    });
+  else ctx.io.stdout.write(`${savingsBlock(summary, prices)}\n`);
   return EXIT.OK;
 }

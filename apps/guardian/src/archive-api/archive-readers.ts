@@ -39,6 +39,7 @@ export class ArchiveReaders {
       spanDir: paths.spanDir,
       anchorDir: paths.anchorDir,
       logDir: paths.logDir,
+      usageDir: paths.usageDir,
       receiptsDir: paths.receiptsDir,
       scope: viewer.kind === 'owner' ? { ownerHash: viewer.ownerHash } : undefined,
       sessionOwner: viewer.kind === 'owner' ? viewer.owner : undefined,

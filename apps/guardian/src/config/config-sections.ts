@@ -57,6 +57,8 @@ export interface ArchiveSection {
   log: { originPrefix: string | undefined; keyFile: string | undefined };
   /** GUARDIAN_COST_PER_1M_INPUT_USD: the price the console shows the kept-out tokens at (0 leaves money out). */
   costPer1MInputUsd: number;
+  /** GUARDIAN_COST_PER_1M_OUTPUT_USD: the price of the tokens the model writes (completion and summary tokens). */
+  costPer1MOutputUsd: number;
 }
 
 /** The providers' compaction protocols (issue 27, docs/native-compaction.md). */
@@ -153,6 +155,7 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       capture: env.GUARDIAN_CAPTURE,
       log: { originPrefix: env.GUARDIAN_LOG_ORIGIN, keyFile: env.GUARDIAN_LOG_KEY_FILE },
       costPer1MInputUsd: env.GUARDIAN_COST_PER_1M_INPUT_USD,
+      costPer1MOutputUsd: env.GUARDIAN_COST_PER_1M_OUTPUT_USD,
     },
     proxy: {
       host: env.GUARDIAN_HOST,

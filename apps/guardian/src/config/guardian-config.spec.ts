@@ -139,6 +139,7 @@ describe('GuardianConfig sections', () => {
       capture: 'journal',
       log: { keyFile: undefined, originPrefix: undefined },
       costPer1MInputUsd: 2.5,
+      costPer1MOutputUsd: 0,
     });
     expect(c.proxy).toMatchObject({ port: 8786, maxBodyBytes: 67108864, sessionHeaderRequired: true });
     expect(c.access).toEqual({ adminToken: 'adm', tokensFile: undefined, tokenRequired: false });

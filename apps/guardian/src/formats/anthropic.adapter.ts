@@ -231,6 +231,8 @@ export const anthropicAdapter: FormatAdapter = {
         (typeof usage.cache_creation_input_tokens === 'number' ? usage.cache_creation_input_tokens : 0);
       into.promptTokens = usage.input_tokens + cached;
     }
+    // message_start carries a first output count and message_delta the final one (cumulative): the last one read wins.
+    if (usage && typeof usage.output_tokens === 'number') into.completionTokens = usage.output_tokens;
     const blocks = Array.isArray(payload.content)
       ? payload.content
       : isObject(payload.content_block)

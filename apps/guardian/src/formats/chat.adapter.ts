@@ -125,6 +125,8 @@ export const chatAdapter: FormatAdapter = {
     if (!isObject(payload)) return;
     if (isObject(payload.usage) && typeof payload.usage.prompt_tokens === 'number')
       into.promptTokens = payload.usage.prompt_tokens;
+    if (isObject(payload.usage) && typeof payload.usage.completion_tokens === 'number')
+      into.completionTokens = payload.usage.completion_tokens;
     if (!Array.isArray(payload.choices)) return;
     for (const choice of payload.choices) {
       if (!isObject(choice)) continue;

@@ -45,6 +45,8 @@ export interface RebuildPlan {
 /** What usage and tool calls an upstream answer reported, read as it streams past. */
 export interface ObservedAnswer {
   promptTokens?: number;
+  /** The completion (output) tokens the answer's usage reported. */
+  completionTokens?: number;
   toolNames: string[];
 }
 

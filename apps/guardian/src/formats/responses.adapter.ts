@@ -178,6 +178,8 @@ export const responsesAdapter: FormatAdapter = {
     const response = isObject(payload.response) ? payload.response : payload;
     if (isObject(response.usage) && typeof response.usage.input_tokens === 'number')
       into.promptTokens = response.usage.input_tokens;
+    if (isObject(response.usage) && typeof response.usage.output_tokens === 'number')
+      into.completionTokens = response.usage.output_tokens;
     // Only the final output list: a stream also announces each item in output_item.added and .done, and reading
     // those too would count one tool call three times.
     const items = Array.isArray(response.output) ? response.output : [];

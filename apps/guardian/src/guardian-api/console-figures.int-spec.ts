@@ -7,13 +7,18 @@ import {
   LocalArchive,
   ownerHash,
   readDailyLogs,
+  spendUsd,
+  UsageLog,
+  UsageLogLineSchema,
   type CompactionLogInput,
+  type UsageLogInput,
 } from '@guardian/archive';
 
 import { ConsoleLogLine, minuteHistory, sessionFigures, usageFigures } from './console-figures';
 
 // The console's figures come from the same compaction log lines `recall --savings` adds up (ADR 0025): over a real
-// log folder, with dry runs, spills, two owners and lines outside the window, they must agree to the token.
+// log folder, with dry runs, spills, two owners and lines outside the window, they must agree to the token. So must
+// the usage log's figures (tokens in and out, summariser tokens) and the spend priced from them.
 
 const NOW = new Date('2026-11-01T12:00:00Z');
 const ALICE = ownerHash('alice');
@@ -62,6 +67,31 @@ describe('console figures over a real compaction log', () => {
     await log.append(line({ ts: at(3 * 3_600_000), owner_hash: BOB, session_hash: 'b'.repeat(64) }));
     await log.append(line({ ts: at(3 * 86_400_000), owner_hash: BOB, session_hash: 'b'.repeat(64) }));
     await log.append(line({ ts: at(3 * 60_000), owner_hash: null, session_hash: 'c'.repeat(64) }));
+
+    let clock = NOW;
+    const usage = new UsageLog({ usageDir: join(root, 'usage'), replica: 'r0000001', now: () => clock });
+    const answer = (ago: number, over: Partial<UsageLogInput>) => {
+      clock = new Date(NOW.getTime() - ago);
+      const input: UsageLogInput = {
+        kind: 'answer',
+        owner_hash: ALICE,
+        route: 'chat',
+        model: 'm1',
+        tokens_in: 2400,
+        tokens_out: 31,
+        ...over,
+      };
+      return usage.append(input);
+    };
+    await answer(4 * 60_000, {});
+    await answer(4 * 60_000 - 10, { kind: 'summary', tokens_in: 5100, tokens_out: 377 });
+    await answer(6 * 60_000, { model: 'm2', route: 'messages', tokens_in: 3001, tokens_out: 12 });
+    // A chat stream without include_usage: answered, its tokens unknown.
+    await answer(7 * 60_000, { tokens_in: null, tokens_out: null });
+    await answer(2 * 3_600_000, { owner_hash: BOB, tokens_in: 1800, tokens_out: 64 });
+    await answer(2 * 3_600_000 - 10, { owner_hash: BOB, kind: 'summary', tokens_in: 4000, tokens_out: 250 });
+    await answer(4 * 86_400_000, { owner_hash: BOB, tokens_in: 999, tokens_out: 99 });
+    await answer(60_000, { owner_hash: null, tokens_in: 100, tokens_out: 5 });
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -74,12 +104,15 @@ describe('console figures over a real compaction log', () => {
     ['7d', 7 * 86_400_000],
   ])('%s: each owner, and everyone, equal recall --savings to the token', async (since, ms) => {
     const from = new Date(NOW.getTime() - ms);
-    const figures = usageFigures(await rows(from), from, 2);
+    const usage = (await readDailyLogs(join(root, 'usage'), from, UsageLogLineSchema)).rows;
+    const prices = { inputPer1M: 2, outputPer1M: 8 };
+    const figures = usageFigures(await rows(from), usage, from, prices);
     const savings = (ownerHashOf?: string) =>
       new LocalArchive({
         spanDir: join(root, 'spans'),
         anchorDir: null,
         logDir: join(root, 'log'),
+        usageDir: join(root, 'usage'),
         receiptsDir: null,
         now: () => NOW,
         scope: ownerHashOf === undefined ? undefined : { ownerHash: ownerHashOf },
@@ -91,6 +124,20 @@ describe('console figures over a real compaction log', () => {
       all.tokens_after,
     ]);
     expect(figures.total.tokens_kept_out).toBe(all.tokens_kept_out);
+    const usageOf = (f: Partial<typeof all> | undefined) => [
+      f?.answers ?? 0,
+      f?.answers_without_usage ?? 0,
+      f?.tokens_in ?? 0,
+      f?.tokens_out ?? 0,
+      f?.summariser_tokens_in ?? 0,
+      f?.summariser_tokens_out ?? 0,
+    ];
+    expect(usageOf(figures.total)).toEqual(usageOf(all));
+    expect(figures.total.cost_usd).toBe(spendUsd(all, prices));
+    // The lines were written: the figures are not all zero.
+    expect(all.tokens_out).toBeGreaterThan(0);
+    expect(all.summariser_tokens_in).toBeGreaterThan(0);
+    expect(all.answers_without_usage).toBe(1);
     for (const owner of [ALICE, BOB]) {
       const mine = figures.owners.find((o) => o.ownerHash === owner);
       const theirs = await savings(owner);
@@ -98,6 +145,10 @@ describe('console figures over a real compaction log', () => {
         theirs.compactions,
         theirs.tokens_kept_out,
       ]);
+      expect(usageOf(mine?.totals)).toEqual(usageOf(theirs));
+      expect(mine?.totals.cost_usd).toBe(spendUsd(theirs, prices));
+      const outSum = (mine?.models ?? []).reduce((n, m) => n + m.tokens_out + m.summariser_tokens_out, 0);
+      expect(outSum).toBe((mine?.totals.tokens_out ?? 0) + (mine?.totals.summariser_tokens_out ?? 0));
       // The models add up to the owner.
       const sum = (mine?.models ?? []).reduce((n, m) => n + m.tokens_before, 0);
       expect(sum).toBe(mine?.totals.tokens_before ?? 0);

@@ -1,5 +1,12 @@
 import { z } from 'zod';
 
+import {
+  addUsageRow,
+  emptyUsageTotals,
+  spendUsd,
+  type TokenPrices,
+  type UsageLogRow,
+} from '@guardian/archive';
 import type { HistoryBucket, SessionCompaction, UsageFigures, UsageModelFigures } from '@guardian/client';
 
 /**
@@ -32,14 +39,29 @@ function isCompaction(row: ConsoleLogRow): boolean {
 
 const MINUTE_MS = 60_000;
 
-/** Compactions per UTC minute from `from` to `to`, only the minutes that had one (the page fills the rest). */
-export function minuteHistory(rows: readonly ConsoleLogRow[], from: Date, to: Date): HistoryBucket[] {
+/**
+ * Compactions per UTC minute from `from` to `to`, only the minutes that had one (the page fills the rest). `memoCounts`
+ * is the memo's per-minute count (ADR 0027: in the process, and every replica's in Redis when configured); per minute
+ * the larger of the two counts stands, since each may miss some (a log that could not be written, a Redis outage, a
+ * replica on another volume) and neither counts one compaction twice.
+ */
+export function minuteHistory(
+  rows: readonly ConsoleLogRow[],
+  from: Date,
+  to: Date,
+  memoCounts: ReadonlyMap<number, number> = new Map(),
+): HistoryBucket[] {
   const byMinute = new Map<number, number>();
   for (const row of rows) {
     const t = Date.parse(row.ts);
     if (!counted(row) || !isCompaction(row) || t < from.getTime() || t > to.getTime()) continue;
     const minute = Math.floor(t / MINUTE_MS) * MINUTE_MS;
     byMinute.set(minute, (byMinute.get(minute) ?? 0) + 1);
+  }
+  // A minute that began before `from` is the log's alone: the memo counts whole minutes, the window starts inside one.
+  for (const [minute, n] of memoCounts) {
+    if (minute < from.getTime() || minute > to.getTime()) continue;
+    byMinute.set(minute, Math.max(n, byMinute.get(minute) ?? 0));
   }
   return [...byMinute.entries()]
     .sort((a, b) => a[0] - b[0])
@@ -116,6 +138,8 @@ function emptyFigures(): UsageFigures {
     tokens_kept_out: 0,
     summariser_calls: 0,
     cost_kept_out_usd: 0,
+    ...emptyUsageTotals(),
+    cost_usd: 0,
   };
 }
 
@@ -127,10 +151,14 @@ function add(f: UsageFigures, row: ConsoleLogRow): void {
   f.summariser_calls += row.summariser_calls;
 }
 
-/** Kept out is the difference of the sums, as `recall --savings` computes it, so the two agree to the token. */
-function settle(f: UsageFigures, pricePer1M: number): void {
+/**
+ * Kept out is the difference of the sums, as `recall --savings` computes it, so the two agree to the token; the spend
+ * is priced by the rule --savings prices by (libs/archive spendUsd).
+ */
+function settle(f: UsageFigures, prices: TokenPrices): void {
   f.tokens_kept_out = Math.max(0, f.tokens_before - f.tokens_after);
-  f.cost_kept_out_usd = Math.round((f.tokens_kept_out / 1_000_000) * pricePer1M * 10_000) / 10_000;
+  f.cost_kept_out_usd = Math.round((f.tokens_kept_out / 1_000_000) * prices.inputPer1M * 10_000) / 10_000;
+  f.cost_usd = spendUsd(f, prices);
 }
 
 /** One developer's (an owner hash, or null for requests sent without a token) figures, in all and per model. */
@@ -140,34 +168,44 @@ export interface OwnerFigures {
   models: UsageModelFigures[];
 }
 
-/** Usage since `since` per owner and model, with the total of all; the rows are already scoped to the viewer. */
+/**
+ * Usage since `since` per owner and model, with the total of all, from the compaction log's rows (what guardian
+ * compacted) and the usage log's (what the backend answered and summaries cost); both already scoped to the viewer.
+ */
 export function usageFigures(
   rows: readonly ConsoleLogRow[],
+  usage: readonly UsageLogRow[],
   since: Date,
-  pricePer1M: number,
+  prices: TokenPrices,
 ): { total: UsageFigures; owners: OwnerFigures[] } {
   const total = emptyFigures();
   const owners = new Map<string | null, { totals: UsageFigures; models: Map<string, UsageFigures> }>();
+  const figuresOf = (ownerKey: string | null, modelName: string): UsageFigures[] => {
+    const owner = owners.get(ownerKey) ?? { totals: emptyFigures(), models: new Map<string, UsageFigures>() };
+    const model = owner.models.get(modelName) ?? emptyFigures();
+    owner.models.set(modelName, model);
+    owners.set(ownerKey, owner);
+    return [total, owner.totals, model];
+  };
   for (const row of rows) {
     if (!counted(row) || Date.parse(row.ts) < since.getTime()) continue;
-    const key = row.owner_hash ?? null;
-    const owner = owners.get(key) ?? { totals: emptyFigures(), models: new Map<string, UsageFigures>() };
-    const model = owner.models.get(row.model) ?? emptyFigures();
-    for (const f of [total, owner.totals, model]) add(f, row);
-    owner.models.set(row.model, model);
-    owners.set(key, owner);
+    for (const f of figuresOf(row.owner_hash ?? null, row.model)) add(f, row);
   }
-  settle(total, pricePer1M);
+  for (const row of usage) {
+    if (Date.parse(row.ts) < since.getTime()) continue;
+    for (const f of figuresOf(row.owner_hash ?? null, row.model)) addUsageRow(f, row);
+  }
+  settle(total, prices);
   return {
     total,
     owners: [...owners.entries()].map(([ownerHash, o]) => {
-      settle(o.totals, pricePer1M);
+      settle(o.totals, prices);
       const models = [...o.models.entries()]
         .map(([model, f]) => {
-          settle(f, pricePer1M);
+          settle(f, prices);
           return { model, ...f };
         })
-        .sort((a, b) => b.tokens_before - a.tokens_before);
+        .sort((a, b) => b.tokens_before - a.tokens_before || b.tokens_in - a.tokens_in);
       return { ownerHash, totals: o.totals, models };
     }),
   };

@@ -1,6 +1,12 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 
-import { ownerHash, readDailyLogs } from '@guardian/archive';
+import {
+  ownerHash,
+  readDailyLogs,
+  UsageLogLineSchema,
+  type TokenPrices,
+  type UsageLogRow,
+} from '@guardian/archive';
 import { GuardianMetrics, logOnce, type UsageSample } from '@guardian/telemetry';
 
 import type { Viewer } from '../access/access-policy';
@@ -36,6 +42,19 @@ export class ConsoleLog implements OnModuleInit {
     return rows.filter((r) => r.owner_hash === viewer.ownerHash);
   }
 
+  /** The viewer's usage log lines since `since` (tokens in and out, summariser tokens), scoped like `rows`. */
+  async usageRows(viewer: Viewer, since: Date): Promise<UsageLogRow[]> {
+    const { rows } = await readDailyLogs(this.config.paths.usageDir, since, UsageLogLineSchema);
+    if (viewer.kind === 'all') return rows;
+    return rows.filter((r) => r.owner_hash === viewer.ownerHash);
+  }
+
+  /** The configured prices (GUARDIAN_COST_PER_1M_INPUT_USD, GUARDIAN_COST_PER_1M_OUTPUT_USD). */
+  prices(): TokenPrices {
+    const { archive } = this.config;
+    return { inputPer1M: archive.costPer1MInputUsd, outputPer1M: archive.costPer1MOutputUsd };
+  }
+
   /** Owner names by owner hash, from the tokens file now in use (the log keeps hashes only). */
   ownerNames(): Map<string, string> {
     return new Map(this.tokens.ownerNames().map((name) => [ownerHash(name), name]));
@@ -44,27 +63,38 @@ export class ConsoleLog implements OnModuleInit {
   /** The usage gauges' samples: the whole sidecar's, per period (no owner or model label, see UsageSample). */
   private async usageSamples(): Promise<UsageSample[]> {
     let rows: ConsoleLogRow[];
+    let usage: UsageLogRow[];
     try {
-      rows = await this.rows({ kind: 'all' }, new Date(Date.now() - 7 * DAY_MS));
+      const since = new Date(Date.now() - 7 * DAY_MS);
+      [rows, usage] = await Promise.all([
+        this.rows({ kind: 'all' }, since),
+        this.usageRows({ kind: 'all' }, since),
+      ]);
     } catch (err) {
-      // A scrape must not fail for the volume: the gauges go without series until the log can be read again.
+      // A scrape must not fail for the volume: the gauges go without series until the logs can be read again.
       logOnce(
         this.logger,
         'usage_read',
         { err },
-        'the compaction log could not be read for the usage gauges',
+        'the compaction or usage log could not be read for the usage gauges',
       );
       return [];
     }
     return (['24h', '7d'] as const).map((period) => {
       const since = new Date(Date.now() - (period === '24h' ? DAY_MS : 7 * DAY_MS));
-      const { total } = usageFigures(rows, since, 0);
+      const { total } = usageFigures(rows, usage, since, this.prices());
       return {
         period,
         sent: total.tokens_before,
         forwarded: total.tokens_after,
         kept_out: total.tokens_kept_out,
+        in: total.tokens_in,
+        out: total.tokens_out,
+        summariser_in: total.summariser_tokens_in,
+        summariser_out: total.summariser_tokens_out,
         compactions: total.compactions,
+        answers: total.answers,
+        cost_usd: total.cost_usd,
       };
     });
   }

@@ -54,8 +54,16 @@ export class ConsoleController {
     const { minutes } = parsed.data;
     const now = new Date();
     const from = new Date(now.getTime() - minutes * 60_000);
-    const rows = await this.log.rows(viewerOf(req), from);
-    return { now: now.toISOString(), minutes, buckets: minuteHistory(rows, from, now) };
+    const viewer = viewerOf(req);
+    const [rows, counted] = await Promise.all([
+      this.log.rows(viewer, from),
+      this.memo.compactionHistory(
+        from.getTime(),
+        now.getTime(),
+        viewer.kind === 'owner' ? viewer.ownerHash : undefined,
+      ),
+    ]);
+    return { now: now.toISOString(), minutes, buckets: minuteHistory(rows, from, now, counted) };
   }
 
   @Get('sessions')
@@ -116,13 +124,15 @@ export class ConsoleController {
   async usageSummary(@Req() req: FastifyRequest): Promise<UsageSummaryAnswer> {
     const viewer = viewerOf(req);
     const now = Date.now();
-    const rows = await this.log.rows(viewer, new Date(now - 7 * DAY_MS));
-    const price = this.config.archive.costPer1MInputUsd;
+    const week = new Date(now - 7 * DAY_MS);
+    const [rows, usage] = await Promise.all([this.log.rows(viewer, week), this.log.usageRows(viewer, week)]);
+    const prices = this.log.prices();
     return {
-      price_per_1m_input_usd: price,
+      price_per_1m_input_usd: prices.inputPer1M,
+      price_per_1m_output_usd: prices.outputPer1M,
       periods: {
-        '24h': this.period(viewer, usageFigures(rows, new Date(now - DAY_MS), price)),
-        '7d': this.period(viewer, usageFigures(rows, new Date(now - 7 * DAY_MS), price)),
+        '24h': this.period(viewer, usageFigures(rows, usage, new Date(now - DAY_MS), prices)),
+        '7d': this.period(viewer, usageFigures(rows, usage, week, prices)),
       },
     };
   }

@@ -37,7 +37,13 @@ export class FailOpen {
 }
 
 /** Side writes that happen after the request has gone on: their failure changes nothing for it. */
-const AFTER_FORWARD = new Set(['usage_write', 'log_write', 'receipt_write', 'journal_write']);
+const AFTER_FORWARD = new Set([
+  'usage_write',
+  'usage_log_write',
+  'log_write',
+  'receipt_write',
+  'journal_write',
+]);
 
 /**
  * What a fail-open did to the request, in words an operator can act on. Not every stage forwards the client's

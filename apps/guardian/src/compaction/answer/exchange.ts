@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { UpstreamResponse } from '@guardian/upstream';
 
 import type { ObservedAnswer } from '../../formats/format-adapter';
+import { UsageLedger } from '../../observability/usage-ledger';
 import type { NewestCut, PreparedRequest } from '../handoff';
 import { AnswerBookkeeping } from './answer-bookkeeping';
 import { AnswerReader } from './answer-reader';
@@ -13,6 +14,7 @@ interface ExchangeDeps {
   reporter: AnswerReporter;
   bookkeeping: AnswerBookkeeping;
   precompactor: Precompactor;
+  ledger: UsageLedger;
 }
 
 /** When the request went upstream, and how long guardian itself took before that (its own upstream calls apart). */
@@ -57,7 +59,7 @@ export class Exchange {
   finish(result: { status: number; upstreamError?: boolean }): void {
     if (this.finished) return;
     this.finished = true;
-    const { reporter, bookkeeping, precompactor } = this.deps;
+    const { reporter, bookkeeping, precompactor, ledger } = this.deps;
     const { input, ctx, decision: d, facts } = this.request;
     const route = input.route;
     reporter.answered(route, result.upstreamError ? 'upstream_error' : (d?.outcome ?? 'passthrough'), {
@@ -65,6 +67,16 @@ export class Exchange {
       overheadSeconds: this.timing.overheadMs / 1000,
     });
     if (!facts || !d) return;
+    // The usage log counts what was answered: an upstream error is not a request the backend served.
+    if (!result.upstreamError && result.status < 400)
+      ledger.later({
+        kind: 'answer',
+        owner_hash: facts.ownerHash ?? null,
+        route: facts.route,
+        model: facts.model,
+        tokens_in: this.observed.promptTokens ?? null,
+        tokens_out: this.observed.completionTokens ?? null,
+      });
     void bookkeeping
       .record(facts, d, this.observed)
       .catch((err: unknown) => reporter.behindFailed('memo', 'usage_write', route, err));
@@ -77,8 +89,13 @@ export class Exchange {
 export class ExchangeFactory {
   private readonly deps: ExchangeDeps;
 
-  constructor(reporter: AnswerReporter, bookkeeping: AnswerBookkeeping, precompactor: Precompactor) {
-    this.deps = { reporter, bookkeeping, precompactor };
+  constructor(
+    reporter: AnswerReporter,
+    bookkeeping: AnswerBookkeeping,
+    precompactor: Precompactor,
+    ledger: UsageLedger,
+  ) {
+    this.deps = { reporter, bookkeeping, precompactor, ledger };
   }
 
   create(request: PreparedRequest, timing: ExchangeTiming): Exchange {

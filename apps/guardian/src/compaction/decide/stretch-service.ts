@@ -319,6 +319,7 @@ export class StretchService {
         counter: ctx.count.counter,
         signal: ctx.input.signal,
         route: conv.route,
+        ownerHash: ctx.session.ownerHash,
       });
       if (result.chunked) {
         this.reporter.summaryChunked(ctx, result.calls);

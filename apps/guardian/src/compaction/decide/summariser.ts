@@ -18,6 +18,7 @@ import { UpstreamClient, type HeaderMap } from '@guardian/upstream';
 import { GuardianConfig } from '../../config/guardian-config';
 import { DecideReporter } from './decide-reporter';
 import type { FormatAdapter } from '../../formats/format-adapter';
+import { UsageLedger } from '../../observability/usage-ledger';
 import { SummaryBreaker } from './summary-breaker';
 import { refuseSummary, type ReplacedText, type SummaryRefusal } from './summary-check';
 
@@ -52,6 +53,8 @@ export interface SummariseInput {
   counter: Counter;
   signal: AbortSignal;
   route: 'chat' | 'messages' | 'responses';
+  /** Team mode: the owner of the conversation summarised, whose usage the summary's tokens count in. */
+  ownerHash?: string;
 }
 
 /**
@@ -67,6 +70,7 @@ export class Summariser {
     private readonly upstream: UpstreamClient,
     private readonly reporter: DecideReporter,
     private readonly breaker: SummaryBreaker,
+    private readonly ledger: UsageLedger,
   ) {}
 
   /**
@@ -183,7 +187,16 @@ export class Summariser {
             throw new SummariseError('SUMMARY_HTTP_ERROR', `summariser answered HTTP ${res.status}`);
           }
           const text = input.adapter.summaryText(res.body)?.trim() ?? '';
-          span.setAttributes(genAiAttributes(usageOf(res.body)));
+          const usage = usageOf(res.body);
+          span.setAttributes(genAiAttributes(usage));
+          this.ledger.later({
+            kind: 'summary',
+            owner_hash: input.ownerHash ?? null,
+            route: input.route,
+            model: input.model,
+            tokens_in: usage.inputTokens ?? null,
+            tokens_out: usage.outputTokens ?? null,
+          });
           this.reporter.summariserCall(
             text.length < this.config.summariser.minSummaryChars ? 'short' : 'ok',
             (performance.now() - started) / 1000,
