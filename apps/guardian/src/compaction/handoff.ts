@@ -19,7 +19,13 @@ export type IgnoredReason = 'empty' | 'repeated' | 'too_long';
  * `X-Guardian-Session` is absent (issue 28 item 1); `derived` is the hash fallback.
  */
 export type SessionSource =
-  'x-guardian-session' | 'x-claude-code-session-id' | 'session-id' | 'thread-id' | 'derived';
+  | 'x-guardian-session'
+  | 'x-claude-code-session-id'
+  | 'session-id'
+  | 'thread-id'
+  | 'x-session-id'
+  | 'session_id'
+  | 'derived';
 
 /** What a request's `X-Guardian-Session` header lines amount to (docs/sessions.md, "How the header is read"). */
 export type SessionHeader =

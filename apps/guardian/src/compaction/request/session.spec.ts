@@ -106,6 +106,18 @@ describe('readClientSession (issue 28 item 1)', () => {
     expect(from({})).toEqual({ kind: 'absent' });
   });
 
+  it("tries OpenCode's x-session-id after Codex's, then Qwen Code's session_id", () => {
+    expect(from({ 'thread-id': ['t'], 'x-session-id': ['ses_1'] })).toMatchObject({ source: 'thread-id' });
+    expect(from({ 'x-session-id': ['ses_1'], session_id: ['q'] })).toEqual({
+      kind: 'value',
+      value: 'ses_1',
+      source: 'x-session-id',
+    });
+    expect(from({ session_id: ['q'] })).toMatchObject({ value: 'q', source: 'session_id' });
+    // OpenCode's `x-session-affinity` carries the same value; it is not a session id of its own.
+    expect(from({ 'x-session-affinity': ['ses_1'] })).toEqual({ kind: 'absent' });
+  });
+
   it('skips an id it would ignore (empty, two values) for the next one', () => {
     expect(
       from({ 'x-claude-code-session-id': [' '], 'session-id': ['a', 'b'], 'thread-id': ['t'] }),

@@ -38,11 +38,19 @@ export function readSessionHeader(lines: readonly string[] | undefined): Session
 
 /**
  * The session ids clients send of their own, in the order they are tried when `X-Guardian-Session` is absent (issue
- * 28 item 1): Claude Code's `x-claude-code-session-id` on every request of a session, then Codex's `session-id` and
- * `thread-id`. Each is read like guardian's own header; one that would be ignored (empty, repeated, too long) is
- * skipped for the next.
+ * 28 item 1, docs/sessions.md, recorded from each real client): Claude Code's `x-claude-code-session-id` on every
+ * request of a session, then Codex's `session-id` and `thread-id`, then OpenCode's `x-session-id` (on every provider,
+ * next to an `x-session-affinity` of the same value), then Qwen Code's `session_id` (sent to a self-hosted endpoint
+ * only when its settings ask for it: `customHeaders` with `${session_id}`). Each is read like guardian's own header;
+ * one that would be ignored (empty, repeated, too long) is skipped for the next.
  */
-export const CLIENT_SESSION_HEADERS = ['x-claude-code-session-id', 'session-id', 'thread-id'] as const;
+export const CLIENT_SESSION_HEADERS = [
+  'x-claude-code-session-id',
+  'session-id',
+  'thread-id',
+  'x-session-id',
+  'session_id',
+] as const;
 
 /** The first client session id sent, as a header value with its source; `absent` when none was usable. */
 export function readClientSession(
