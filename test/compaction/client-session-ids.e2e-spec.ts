@@ -1,6 +1,10 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 
+import { fillSkeleton } from '../support/recordings';
 import { startStack, type Stack } from '../support/stack';
 import { eventually, getJson } from './support';
 
@@ -84,3 +88,86 @@ describe('sessions from the ids clients send', () => {
     expect(await usageStatus(stack, 'codex-carol')).toBe(404);
   });
 });
+
+/**
+ * The first request each real client sent to a loopback recorder (credentials and host left out, every text replaced
+ * by its length: test/works-with/support/report.ts), with the setting it ran under: docs/sessions.md, "Without the
+ * header".
+ */
+interface ClientFixture {
+  client: string;
+  version: string;
+  recorded_on: string;
+  session_header: string | null;
+  request: { method: string; route: string; headers: Record<string, string>; body_skeleton: unknown };
+}
+
+const FIXTURES = join(__dirname, 'fixtures', 'client-session-ids');
+const fixtures = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.json'))
+  .sort()
+  .map((f) => JSON.parse(readFileSync(join(FIXTURES, f), 'utf8')) as ClientFixture);
+
+/** Sends the recorded request as the client sent it, with `id` in place of its session id, and reads the answer. */
+async function replay(stack: Stack, fx: ClientFixture, id?: string): Promise<number> {
+  // Hop-by-hop and transfer headers are fetch's own to set.
+  const { connection: _c, 'accept-encoding': _e, ...headers } = fx.request.headers;
+  if (fx.session_header !== null && id !== undefined) headers[fx.session_header] = id;
+  if (fx.client === 'opencode' && id !== undefined) headers['x-session-affinity'] = id;
+  const res = await fetch(`${stack.guardian.url}${fx.request.route}`, {
+    method: fx.request.method,
+    headers: { ...headers, authorization: 'Bearer local' },
+    body: JSON.stringify(fillSkeleton(fx.request.body_skeleton)),
+  });
+  await res.text();
+  return res.status;
+}
+
+describe('sessions from the ids OpenCode and Qwen Code send, replayed from the real clients', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ stub: { flavor: 'vllm', window: 1_000_000 } });
+  });
+  afterAll(() => stack.close());
+
+  it('has a recording of each client', () => {
+    expect(fixtures.map((f) => `${f.client} ${f.version} ${f.session_header}`)).toEqual([
+      'opencode 1.18.33 x-session-id',
+      'qwen-code 0.24.4 null',
+      'qwen-code 0.24.4 session_id',
+    ]);
+  });
+
+  it.each(fixtures.filter((f) => f.session_header !== null).map((f) => [f.client, f] as const))(
+    "keys %s's own session id, and two developers with one request stay apart",
+    async (_client, fx) => {
+      const header = fx.session_header ?? '';
+      // The recorded value itself names a session; so do two developers' ids on the same first request.
+      expect(fx.request.headers[header]).toBeTruthy();
+      for (const id of [`${fx.client}-alice`, `${fx.client}-bob`])
+        expect(await replay(stack, fx, id)).toBe(200);
+      await found(stack, `${fx.client}-alice`);
+      await found(stack, `${fx.client}-bob`);
+      expect(await sourceOf(stack, `${fx.client}-alice`)).toBe(header);
+      expect(await sourceOf(stack, `${fx.client}-bob`)).toBe(header);
+    },
+  );
+
+  it('derives the session when Qwen Code runs without the setting (it sends no id of its own)', async () => {
+    const fx = fixtures.find((f) => f.client === 'qwen-code' && f.session_header === null);
+    if (!fx) throw new Error('the recording of Qwen Code without the setting is missing');
+    const before = await sessionRows(stack);
+    expect(await replay(stack, fx)).toBe(200);
+    const rows = await eventually(async () => {
+      const now = await sessionRows(stack);
+      return now.length > before.length ? now : undefined;
+    });
+    expect(rows.map((r) => r.session_source)).toContain('derived');
+  });
+});
+
+async function sessionRows(stack: Stack): Promise<{ session_source: string | null }[]> {
+  return (await getJson(`${stack.guardian.url}/guardian/stats`)).body.sessions as {
+    session_source: string | null;
+  }[];
+}

@@ -33,9 +33,9 @@ describe('token counts', () => {
     stack = undefined;
   });
 
-  it('answers /v1/messages/count_tokens itself when the backend has none, in Anthropic shape', async () => {
+  it('answers /v1/messages/count_tokens from its estimate when the backend has neither it nor /tokenize', async () => {
     stack = await startStack({
-      stub: { flavor: 'vllm', window: WINDOW, countTokensEndpoint: false },
+      stub: { flavor: 'vllm', window: WINDOW, countTokensEndpoint: false, tokenize: false },
       env: ENV,
     });
     const sdk = new Anthropic({ baseURL: stack.guardian.url, apiKey: 'sk-ant-test', maxRetries: 0 });
@@ -68,6 +68,58 @@ describe('token counts', () => {
     expect(stack.stub.requests.some((r) => r.route === 'messages' || r.isSummary)).toBe(false);
   });
 
+  it.each(['vllm', 'llamacpp'] as const)(
+    "answers /v1/messages/count_tokens exactly through a %s backend's /tokenize, tools included",
+    async (flavor) => {
+      stack = await startStack({ stub: { flavor, window: WINDOW, countTokensEndpoint: false }, env: ENV });
+      const sdk = new Anthropic({ baseURL: stack.guardian.url, apiKey: 'sk-ant-test', maxRetries: 0 });
+      const tools: Anthropic.Tool[] = [
+        {
+          name: 'read_file',
+          description: filler(7, 40),
+          input_schema: { type: 'object', properties: { path: { type: 'string' } } },
+        },
+      ];
+      const small = { model: 'stub-model', system: 'Be brief.', tools, messages: history(2) };
+      const { data, response } = await sdk.messages.countTokens(small).withResponse();
+      expect(response.headers.get('x-guardian-count-source')).toBe('tokenize');
+      expect(stack.stub.requests.filter((r) => r.path === '/tokenize').length).toBeGreaterThan(0);
+      // The backend's own count of the conversation as its chat template renders it.
+      const chat = {
+        model: 'stub-model',
+        tools: tools.map((t) => ({
+          type: 'function',
+          function: { name: t.name, parameters: t.input_schema, description: t.description },
+        })),
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          ...small.messages.map((m) => ({ role: m.role, content: m.content })),
+        ],
+      };
+      // llama.cpp: its /tokenize of the prompt its /apply-template rendered; vLLM: its chat-template count.
+      const tokenized = stack.stub.requests.filter((r) => r.path === '/tokenize').at(-1);
+      expect(data.input_tokens).toBe(tokenized?.promptTokens);
+      if (flavor === 'vllm') expect(data.input_tokens).toBe(stack.stub.countPrompt(chat, 'chat'));
+      expect(wouldForward(response.headers.get('x-guardian-would-forward'))).toEqual({
+        input_tokens: String(data.input_tokens),
+        compacts: 'false',
+        budget: String(BUDGET),
+        window: String(WINDOW),
+      });
+      // Over the budget by the exact count: the header says guardian would compact it to the budget.
+      const over = await sdk.messages
+        .countTokens({ model: 'stub-model', messages: history(12) })
+        .withResponse();
+      expect(over.response.headers.get('x-guardian-count-source')).toBe('tokenize');
+      expect(over.data.input_tokens).toBeGreaterThan(BUDGET);
+      expect(wouldForward(over.response.headers.get('x-guardian-would-forward'))).toMatchObject({
+        input_tokens: String(BUDGET),
+        compacts: 'true',
+      });
+      expect(stack.stub.requests.some((r) => r.route === 'messages' || r.isSummary)).toBe(false);
+    },
+  );
+
   it("passes the upstream's own count through when it has the endpoint, with the header added", async () => {
     stack = await startStack({ stub: { flavor: 'anthropic', window: WINDOW }, env: ENV });
     const sdk = new Anthropic({ baseURL: stack.guardian.url, apiKey: 'sk-ant-test', maxRetries: 0 });
@@ -88,9 +140,25 @@ describe('token counts', () => {
       .count({ model: 'stub-model', input })
       .withResponse();
     expect(data.object).toBe('response.input_tokens');
+    // vLLM has /tokenize: exact, the conversation as its chat template renders it.
+    expect(response.headers.get('x-guardian-count-source')).toBe('tokenize');
+    expect(data.input_tokens).toBe(stack.stub.countPrompt({ model: 'stub-model', messages: input }, 'chat'));
+    expect(wouldForward(response.headers.get('x-guardian-would-forward')).compacts).toBe('false');
+  });
+
+  it('answers /v1/responses/input_tokens from its estimate on a backend without /tokenize', async () => {
+    stack = await startStack({ stub: { flavor: 'vllm', window: WINDOW, tokenize: false }, env: ENV });
+    const client = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-test', maxRetries: 0 });
+    const input = history(2).map((m) => ({ role: m.role, content: m.content as string }));
+    const { data, response } = await client.responses.inputTokens
+      .count({ model: 'stub-model', input })
+      .withResponse();
+    expect(response.headers.get('x-guardian-count-source')).toBe('estimate');
     const real = stack.stub.countPrompt({ model: 'stub-model', input }, 'responses');
     expect(data.input_tokens).toBeGreaterThan(real * 0.7);
     expect(data.input_tokens).toBeLessThan(real * 1.3);
-    expect(wouldForward(response.headers.get('x-guardian-would-forward')).compacts).toBe('false');
+    expect(wouldForward(response.headers.get('x-guardian-would-forward')).input_tokens).toBe(
+      String(data.input_tokens),
+    );
   });
 });

@@ -50,8 +50,8 @@ export const RECOVERY_OUTCOMES = ['ok', 'failed'] as const;
 export const PRECOMPACT_OUTCOMES = ['done', 'used', 'not_needed', 'busy', 'failed', 'abandoned'] as const;
 /** Why an X-Guardian-Session header was ignored: nothing in it, two different values, over 256 bytes. */
 export const SESSION_HEADER_IGNORED_REASONS = ['empty', 'repeated', 'too_long'] as const;
-/** Requests kept out of a session's usage (ADR 0010): token-count probes and helper requests. */
-export const USAGE_SIDE_KINDS = ['probe', 'helper'] as const;
+/** Requests kept out of a session's usage (ADR 0010): token-count probes, helper requests and sub-agents' requests. */
+export const USAGE_SIDE_KINDS = ['probe', 'helper', 'subagent'] as const;
 /** How a reload of GUARDIAN_TOKENS_FILE ended; on `invalid` and `unreadable` the last good tokens stay in use. */
 export const TOKEN_RELOAD_OUTCOMES = ['loaded', 'invalid', 'unreadable'] as const;
 /**

@@ -19,12 +19,27 @@ export type IgnoredReason = 'empty' | 'repeated' | 'too_long';
  * `X-Guardian-Session` is absent (issue 28 item 1); `derived` is the hash fallback.
  */
 export type SessionSource =
-  'x-guardian-session' | 'x-claude-code-session-id' | 'session-id' | 'thread-id' | 'derived';
+  | 'x-guardian-session'
+  | 'x-claude-code-session-id'
+  | 'session-id'
+  | 'thread-id'
+  | 'x-session-id'
+  | 'session_id'
+  | 'derived';
+
+/**
+ * A sub-agent of the session's client (Claude Code's `x-claude-code-agent-id`, and `x-claude-code-parent-agent-id`
+ * when it was started by another sub-agent): its own compaction state under the session, never a person of its own.
+ */
+export interface SubAgent {
+  id: string;
+  parent?: string;
+}
 
 /** What a request's `X-Guardian-Session` header lines amount to (docs/sessions.md, "How the header is read"). */
 export type SessionHeader =
   | { kind: 'absent' }
-  | { kind: 'value'; value: string; source?: SessionSource }
+  | { kind: 'value'; value: string; source?: SessionSource; agent?: SubAgent }
   | { kind: 'ignored'; reason: IgnoredReason; detail: string; warning: string };
 
 export interface ResolvedSession {
@@ -33,8 +48,18 @@ export interface ResolvedSession {
    * `/guardian/usage?session=` looks it up.
    */
   key: string;
-  /** sha256 hex of the key (and owner): used in paths, memo keys and logs. */
+  /**
+   * sha256 hex of the key (and owner): the person's session, used for the usage record, the archive, events and logs.
+   */
   hash: string;
+  /**
+   * The key of the conversation's compaction state (memo entries and cuts, locks, pre-compaction, hand-off): the
+   * session's `hash`, or for a sub-agent a hash of the session and the agent id, so a sub-agent's summaries and cuts
+   * never move its parent's.
+   */
+  stateHash: string;
+  /** Set when a sub-agent sent the request: its usage never replaces the session's. */
+  agent?: SubAgent;
   /** Team mode: the owner hash of the token that sent the request (run.json, spans, log lines, usage). */
   ownerHash?: string;
   fromHeader: boolean;
@@ -127,6 +152,8 @@ export interface AnswerFacts {
   ownerHash?: string;
   /** What named the session (the header it came from, or `derived`): shown in the usage and the stats. */
   sessionSource?: SessionSource;
+  /** A sub-agent's request: counted, but it never writes the session's usage record. */
+  subagent?: boolean;
   model: string;
   route: OwnedRoute;
   window: number;

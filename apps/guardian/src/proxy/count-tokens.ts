@@ -3,7 +3,8 @@ import { Injectable } from '@nestjs/common';
 import { responseHeadersForClient, type UpstreamResponse } from '@guardian/upstream';
 
 import { CompactionService } from '../compaction/compaction.service';
-import type { PrepareInput, RequestContext } from '../compaction/handoff';
+import type { PrepareInput, RequestContext, RequestCount } from '../compaction/handoff';
+import { RequestCounter } from '../compaction/request/request-counter';
 import { pathOnly, type OwnedRoute } from '../formats/owned-route';
 import { sendError, type ProxiedRequest } from './proxy-front';
 import { ProxyReporter } from './proxy-reporter';
@@ -39,7 +40,8 @@ const NOT_SERVED = new Set([404, 405, 501]);
 
 /**
  * Answers a token count: passed through when the upstream serves the endpoint, else from guardian's own count (exact
- * where the request stage asked the backend, else the calibrated estimate). Either way the answer carries
+ * through the backend's `/tokenize` where it has one, the conversation rendered as chat; else the calibrated
+ * estimate; `X-Guardian-Count-Source` says which). Either way the answer carries
  * `X-Guardian-Would-Forward`: how many input tokens guardian would send upstream for this conversation, at most the
  * budget once it compacts, so a client can see that a count over its window is not a refusal to come.
  */
@@ -47,6 +49,7 @@ const NOT_SERVED = new Set([404, 405, 501]);
 export class TokenCounts {
   constructor(
     private readonly compaction: CompactionService,
+    private readonly counter: RequestCounter,
     private readonly reporter: ProxyReporter,
   ) {}
 
@@ -81,20 +84,22 @@ export class TokenCounts {
       return;
     }
     this.reporter.unowned('passthrough');
-    const body = JSON.stringify(route.answer(ctx.count.tokens));
+    // Exact through the backend's own tokenizer where it has one (vLLM, llama.cpp); else the estimate stands.
+    const count = (await this.counter.tokenized(ctx.conv, ctx.auth)) ?? ctx.count;
+    const body = JSON.stringify(route.answer(count.tokens));
     p.res.writeHead(200, {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),
-      'x-guardian-count-source': ctx.count.source,
-      ...would,
+      'x-guardian-count-source': count.source,
+      'x-guardian-would-forward': wouldForward(ctx, count),
     });
     p.res.end(body);
   }
 }
 
 /** `input_tokens=<n>; compacts=<bool>; budget=<b>; window=<w>`: names and counts only, like the events. */
-function wouldForward(ctx: RequestContext): string {
-  const compacts = ctx.count.tokens > ctx.budget.budget;
-  const tokens = compacts ? ctx.budget.budget : ctx.count.tokens;
+function wouldForward(ctx: RequestContext, count: RequestCount = ctx.count): string {
+  const compacts = count.tokens > ctx.budget.budget;
+  const tokens = compacts ? ctx.budget.budget : count.tokens;
   return `input_tokens=${tokens}; compacts=${compacts}; budget=${ctx.budget.budget}; window=${ctx.window.window}`;
 }

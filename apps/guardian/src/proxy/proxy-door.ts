@@ -11,7 +11,12 @@ import { GuardianError } from '../http/http-error';
 import type { OwnedRoute } from '../formats/owned-route';
 import type { PrepareInput } from '../compaction/handoff';
 import { NativeCompaction } from '../compaction/native/native-compaction';
-import { readClientSession, readSessionHeader, sessionRequiredMessage } from '../compaction/request/session';
+import {
+  readClientSession,
+  readSessionHeader,
+  readSubAgent,
+  sessionRequiredMessage,
+} from '../compaction/request/session';
 import { countRoute, TokenCounts } from './count-tokens';
 import { sendError, type ProxiedRequest } from './proxy-front';
 import { ProxyReporter } from './proxy-reporter';
@@ -59,7 +64,11 @@ export class ProxyDoor {
     // No header of guardian's: the client's own session id names the session (issue 28 item 1, docs/sessions.md).
     const named =
       sessionHeader.kind === 'absent' ? readClientSession((name) => headerLines(req, name)) : sessionHeader;
-    return { sessionHeader: named, owner: verdict.value, path: target.value };
+    // A sub-agent keeps its own compaction state under the session a header named (a derived session has no parent
+    // to keep it under: its own first messages name it).
+    const agent = named.kind === 'value' ? readSubAgent((name) => headerLines(req, name)) : undefined;
+    const withAgent = agent === undefined || named.kind !== 'value' ? named : { ...named, agent };
+    return { sessionHeader: withAgent, owner: verdict.value, path: target.value };
   }
 
   /**

@@ -77,7 +77,7 @@ export class AnswerReporter {
   }
 
   /** A side request kept out of the session's usage (ADR 0010). */
-  usageSideRequest(kind: 'probe' | 'helper'): void {
+  usageSideRequest(kind: 'probe' | 'helper' | 'subagent'): void {
     this.metrics.usageSideRequests.inc({ kind });
   }
 

@@ -44,12 +44,12 @@ export class Precompactor implements OnModuleDestroy {
     if (threshold <= 0 || !summariser.memo || this.closing) return;
     if (ctx.dryRun || ctx.reason === 'overflow' || d.outcome === 'fail_open') return;
     if (d.tokensAfter < threshold * ctx.budget.budget) return;
-    if (this.jobs.has(ctx.session.hash) || this.jobs.size >= summariser.precompact.concurrency) {
+    if (this.jobs.has(ctx.session.stateHash) || this.jobs.size >= summariser.precompact.concurrency) {
       this.count('busy');
       return;
     }
     const job: PrecompactJob = { cut: 0, abort: new AbortController(), done: Promise.resolve() };
-    this.jobs.add(ctx.session.hash, job);
+    this.jobs.add(ctx.session.stateHash, job);
     this.reporter.precompactRunning(this.jobs.size);
     job.done = this.run(ctx, job, d.tokensAfter)
       .then((outcome) => this.count(outcome))
@@ -59,7 +59,7 @@ export class Precompactor implements OnModuleDestroy {
         this.reporter.precompactFailed(reasonOf(err), ctx.conv.route, err);
       })
       .finally(() => {
-        this.jobs.delete(ctx.session.hash);
+        this.jobs.delete(ctx.session.stateHash);
         this.reporter.precompactRunning(this.jobs.size);
       });
   }
@@ -85,7 +85,11 @@ export class Precompactor implements OnModuleDestroy {
     // One job per session across replicas too: with turns alternating between pods, the next turn reached the other
     // replica while this one's summary was under way, and it summarised a stretch of its own (issue 30 item 7). The
     // lock outlives a summary that times out; a job still running past it costs a duplicate call, never an answer.
-    const lock = await this.memo.lock(bg.session.hash, PRECOMPACT_LOCK, this.config.summariser.timeoutMs * 2);
+    const lock = await this.memo.lock(
+      bg.session.stateHash,
+      PRECOMPACT_LOCK,
+      this.config.summariser.timeoutMs * 2,
+    );
     if (!lock) return 'busy';
     try {
       return await this.runLocked(bg, job, forwardedTokens);

@@ -23,6 +23,11 @@ export class UsageRecorder {
   async record(facts: AnswerFacts, d: Decision, promptTokens: number | undefined): Promise<void> {
     this.sessions.touch(facts.sessionHash, d.compactedAt);
     this.reporter.activeSessions(this.sessions.size);
+    // A sub-agent works for the session's developer: counted, and the line keeps showing their own conversation.
+    if (facts.subagent === true) {
+      this.reporter.usageSideRequest('subagent');
+      return;
+    }
     const previous = await this.memo.getUsage(facts.sessionHash);
     const candidate = facts.candidate;
     const now = new Date();

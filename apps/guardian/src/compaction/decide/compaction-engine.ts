@@ -85,7 +85,7 @@ export class CompactionEngine {
       stretch = await this.stretches.summarise(ctx, hashes, memo, plan.from, plan.cut);
     if (stretch) {
       this.reporter.waited(stretch, (performance.now() - waitStarted) / 1000);
-      this.precompacts.moved(ctx.session.hash, stretch.entry.cut);
+      this.precompacts.moved(ctx.session.stateHash, stretch.entry.cut);
     }
 
     // The memo entry as it was weighed (not one reuse() or summarise() replaced): its rebuild input is made already.

@@ -224,6 +224,8 @@ export class DecideReporter {
       ...said,
       // Which header named the session, or `derived` (issue 28 item 1): a client id in use is visible here.
       session_source: ctx.session.source ?? null,
+      // A sub-agent's own compaction, under its session: the first 8 hex digits of its state key, never the raw id.
+      agent: ctx.session.agent === undefined ? null : ctx.session.stateHash.slice(0, 8),
       summary_reused: stretch.calls === 0,
       summariser_calls: stretch.calls,
       pins: f.pins,

@@ -45,7 +45,8 @@ export class HandoffWriter implements OnModuleDestroy {
 
   /** Records the hand-off of a compacted request; `run` is the run folder its spans are in, when known. */
   record(ctx: RequestContext, run: string | null, compactedAt: string): void {
-    if (!this.config.compaction.handoff) return;
+    // The hand-off is the developer's own conversation, as the usage is: a sub-agent's compaction is not it.
+    if (!this.config.compaction.handoff || ctx.session.agent !== undefined) return;
     const handoff = { ...sessionHandoff(ctx.conv.messages), compacted_at: compactedAt, run };
     const stored: StoredHandoff = { handoff };
     if (ctx.session.ownerHash) stored.ownerHash = ctx.session.ownerHash;

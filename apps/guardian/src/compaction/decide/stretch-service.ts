@@ -72,10 +72,10 @@ export class StretchService {
    */
   async lookup(ctx: RequestContext, hashes: readonly string[]): Promise<MemoEntry[]> {
     if (!this.config.summariser.memo) return [];
-    const cuts = (await this.memo.cuts(ctx.session.hash)).filter((c) => c > 0 && c < hashes.length);
+    const cuts = (await this.memo.cuts(ctx.session.stateHash)).filter((c) => c > 0 && c < hashes.length);
     const found = await Promise.all(
       [...new Set(cuts)].map(async (cut) => {
-        const entry = await this.memo.get(ctx.session.hash, hashes[cut] ?? '');
+        const entry = await this.memo.get(ctx.session.stateHash, hashes[cut] ?? '');
         return entry?.cut === cut ? entry : undefined;
       }),
     );
@@ -116,7 +116,7 @@ export class StretchService {
     // One request folds a stretch into its span: a copy of the same turn, here or on another replica, waits for it
     // and takes the entry it stored (issue 30 item 7: each copy archived the stretch). The lock is not the stretch's
     // own, which a summariser holds until its summary is stored.
-    const session = ctx.session.hash;
+    const session = ctx.session.stateHash;
     const key = `archive:${given.prefixHash}`;
     const lock = await this.memo.lock(session, key, this.config.memo.lockWaitMs + 10_000);
     try {
@@ -167,7 +167,7 @@ export class StretchService {
     opts: { precomputed?: boolean } = {},
   ): Promise<StretchResult> {
     const prefixHash = hashes[cut] ?? '';
-    const key = `${ctx.session.hash}:${prefixHash}`;
+    const key = `${ctx.session.stateHash}:${prefixHash}`;
     const precomputed = opts.precomputed === true;
     const existing = this.inflight.get(key);
     // A request that needs a stretch being summarised (in the background, or for another request) waits for it.
@@ -214,16 +214,24 @@ export class StretchService {
       span: null,
       waited,
     });
-    const lock = await this.memo.lock(ctx.session.hash, prefixHash, this.config.memo.lockWaitMs + 10_000);
+    const lock = await this.memo.lock(
+      ctx.session.stateHash,
+      prefixHash,
+      this.config.memo.lockWaitMs + 10_000,
+    );
     try {
       if (!lock) {
         // Another replica is summarising this stretch: wait for its summary, else do it ourselves
         // (ARCHITECTURE.md#fail-open rule 4).
-        const theirs = await this.memo.waitFor(ctx.session.hash, prefixHash, this.config.memo.lockWaitMs);
+        const theirs = await this.memo.waitFor(
+          ctx.session.stateHash,
+          prefixHash,
+          this.config.memo.lockWaitMs,
+        );
         if (theirs) return stored(theirs, true);
       } else {
         // Another replica may have stored this stretch and released its lock between our lookup and our lock.
-        const theirs = await this.memo.get(ctx.session.hash, prefixHash);
+        const theirs = await this.memo.get(ctx.session.stateHash, prefixHash);
         if (theirs?.cut === cut) return stored(theirs, false);
       }
       const { conv } = ctx;
@@ -274,7 +282,7 @@ export class StretchService {
       if (precomputed) base.precomputed = true;
       if (failure) base.checkpoint = true;
       const entry = withSpans(base, memo, archived.refs);
-      if (this.config.summariser.memo) await this.memo.put(ctx.session.hash, entry);
+      if (this.config.summariser.memo) await this.memo.put(ctx.session.stateHash, entry);
       // The summariser failed and its checkpoint may not go out now: the summarise stage fails open.
       if (!forwardNow) throw new StageFailure('summarise', failure);
       return {

@@ -59,9 +59,9 @@ export class NativeStretch {
       maxChars: this.config.compaction.pinMaxChars,
     });
     const kept: MemoEntry = { ...entry, mustKeep: [...new Set([...pins, ...entry.mustKeep])] };
-    await this.memo.put(ctx.session.hash, kept);
+    await this.memo.put(ctx.session.stateHash, kept);
     const claims: HandleClaims = {
-      session: ctx.session.hash,
+      session: ctx.session.stateHash,
       from: 0,
       cut,
       memoKey: hashes[cut] ?? entry.prefixHash,

@@ -49,7 +49,13 @@ export class DerivedSessions {
     const slot = `${adapter.route}\n${owner?.owner ?? ''}\n${model}`;
     const hit = this.known.get(slot)?.find((k) => sameBytes(body, o, items, k));
     if (hit) {
-      const session: ResolvedSession = { key: hit.key, hash: hit.hash, fromHeader: false, source: 'derived' };
+      const session: ResolvedSession = {
+        key: hit.key,
+        hash: hit.hash,
+        stateHash: hit.hash,
+        fromHeader: false,
+        source: 'derived',
+      };
       if (hit.ownerHash !== undefined) session.ownerHash = hit.ownerHash;
       return withHeader(session, header);
     }

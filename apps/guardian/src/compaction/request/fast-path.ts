@@ -110,6 +110,7 @@ export class FastPath {
         ...(session.ownerHash === undefined ? {} : { ownerHash: session.ownerHash }),
         ...(session.name === undefined ? {} : { sessionName: session.name }),
         ...(session.source === undefined ? {} : { sessionSource: session.source }),
+        ...(session.agent === undefined ? {} : { subagent: true }),
         model,
         route: input.route,
         window: window.window,

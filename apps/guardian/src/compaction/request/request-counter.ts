@@ -5,6 +5,7 @@ import { Calibration, requestChars, tokensForChars, type Counter } from '@guardi
 import { tokenizeCount, UpstreamClient, type HeaderMap } from '@guardian/upstream';
 
 import { GuardianConfig } from '../../config/guardian-config';
+import { chatForTokenizer } from '../../formats/chat-rendering';
 import { countExactly } from '../../formats/exact-count';
 import { jsonChars, type FormatAdapter, type ParsedConversation } from '../../formats/format-adapter';
 import type { RequestCount } from '../handoff';
@@ -110,6 +111,29 @@ export class RequestCounter {
       source: exact.toolsEstimated ? 'tokenize+estimate' : 'tokenize',
       counter: { ...est.counter, factor },
     };
+  }
+
+  /**
+   * The backend tokenizer's count of a conversation of any route, rendered as chat (chatForTokenizer), whatever its
+   * distance from the budget: what a token-count request is answered with where the upstream has no count endpoint
+   * of its own (issue 28 item 4). Undefined when the backend has no /tokenize, refuses it or is late: the caller keeps
+   * its estimate.
+   */
+  async tokenized(conv: ParsedConversation, headers: HeaderMap): Promise<RequestCount | undefined> {
+    const est = this.estimate(conv);
+    const chat = chatForTokenizer(conv);
+    const tools = this.config.compaction.countTools ? chat.tools : undefined;
+    const exact = await tokenizeCount(this.upstream, {
+      model: conv.model,
+      messages: chat.messages,
+      flatText: () => chat.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n'),
+      tools,
+      toolTokens: tools === undefined ? 0 : tokensForChars(jsonChars(conv.json.tools), est.counter),
+      headers,
+      timeoutMs: this.config.compaction.tokenizeTimeoutMs,
+    });
+    if (exact === undefined) return undefined;
+    return { ...est, tokens: exact.tokens, source: exact.toolsEstimated ? 'tokenize+estimate' : 'tokenize' };
   }
 
   /** One usage sample: the upstream's prompt tokens for a request whose raw estimate was `rawEstimate`. */

@@ -134,5 +134,6 @@ export function factsOf(ctx: RequestContext): AnswerFacts {
   if (ctx.session.ownerHash !== undefined) facts.ownerHash = ctx.session.ownerHash;
   if (ctx.session.name !== undefined) facts.sessionName = ctx.session.name;
   if (ctx.session.source !== undefined) facts.sessionSource = ctx.session.source;
+  if (ctx.session.agent !== undefined) facts.subagent = true;
   return facts;
 }

@@ -1,5 +1,6 @@
 import {
   readClientSession,
+  readSubAgent,
   readSessionHeader,
   resolveSession,
   sessionHash,
@@ -61,6 +62,7 @@ describe('resolveSession', () => {
     expect(alice).toEqual({
       key: 'alice',
       hash: sessionHash('alice'),
+      stateHash: sessionHash('alice'),
       fromHeader: true,
       source: 'x-guardian-session',
       name: 'alice',
@@ -106,6 +108,18 @@ describe('readClientSession (issue 28 item 1)', () => {
     expect(from({})).toEqual({ kind: 'absent' });
   });
 
+  it("tries OpenCode's x-session-id after Codex's, then Qwen Code's session_id", () => {
+    expect(from({ 'thread-id': ['t'], 'x-session-id': ['ses_1'] })).toMatchObject({ source: 'thread-id' });
+    expect(from({ 'x-session-id': ['ses_1'], session_id: ['q'] })).toEqual({
+      kind: 'value',
+      value: 'ses_1',
+      source: 'x-session-id',
+    });
+    expect(from({ session_id: ['q'] })).toMatchObject({ value: 'q', source: 'session_id' });
+    // OpenCode's `x-session-affinity` carries the same value; it is not a session id of its own.
+    expect(from({ 'x-session-affinity': ['ses_1'] })).toEqual({ kind: 'absent' });
+  });
+
   it('skips an id it would ignore (empty, two values) for the next one', () => {
     expect(
       from({ 'x-claude-code-session-id': [' '], 'session-id': ['a', 'b'], 'thread-id': ['t'] }),
@@ -125,5 +139,44 @@ describe('readClientSession (issue 28 item 1)', () => {
     expect(
       resolveSession(from({ 'session-id': ['s'] }), 'm', msgs, '', { owner: 'ann', ownerHash: 'h' }).key,
     ).toBe('ann/s');
+  });
+});
+
+describe('readSubAgent and the sub-agent state key (issue 28 item 1)', () => {
+  const from = (headers: Record<string, string[]>) => readSubAgent((name) => headers[name]);
+  const msgs = [{ role: 'user' as const, text: 'hi' }];
+
+  it('reads the agent id, and its parent for a nested one; a parent alone names no sub-agent', () => {
+    expect(from({ 'x-claude-code-agent-id': ['a1'] })).toEqual({ id: 'a1' });
+    expect(from({ 'x-claude-code-agent-id': ['b2'], 'x-claude-code-parent-agent-id': ['a1'] })).toEqual({
+      id: 'b2',
+      parent: 'a1',
+    });
+    expect(from({ 'x-claude-code-parent-agent-id': ['a1'] })).toBeUndefined();
+    expect(from({ 'x-claude-code-agent-id': [' '] })).toBeUndefined();
+    expect(from({ 'x-claude-code-agent-id': ['a', 'b'] })).toBeUndefined();
+  });
+
+  it("keeps the parent's session and gives each agent a state key of its own", () => {
+    const main = resolveSession({ kind: 'value', value: 's' }, 'm', msgs, '');
+    const a1 = resolveSession({ kind: 'value', value: 's', agent: { id: 'a1' } }, 'm', msgs, '');
+    const b2 = resolveSession(
+      { kind: 'value', value: 's', agent: { id: 'b2', parent: 'a1' } },
+      'm',
+      msgs,
+      '',
+    );
+    expect(main.stateHash).toBe(main.hash);
+    expect([a1.hash, b2.hash]).toEqual([main.hash, main.hash]);
+    expect(a1.key).toBe(main.key);
+    expect(new Set([main.stateHash, a1.stateHash, b2.stateHash]).size).toBe(3);
+    expect(b2.agent).toEqual({ id: 'b2', parent: 'a1' });
+    // Team mode: the owner scopes the agent's state as it scopes the session.
+    const ann = resolveSession({ kind: 'value', value: 's', agent: { id: 'a1' } }, 'm', msgs, '', {
+      owner: 'ann',
+      ownerHash: 'h',
+    });
+    expect(ann.key).toBe('ann/s');
+    expect(ann.stateHash).not.toBe(a1.stateHash);
   });
 });

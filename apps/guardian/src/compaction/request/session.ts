@@ -2,7 +2,7 @@ import { sessionHash as storedSessionHash } from '@guardian/archive';
 import { hashTexts, type NeutralMessage } from '@guardian/compaction';
 
 import { isObject, str, type ParsedConversation } from '../../formats/format-adapter';
-import type { IgnoredReason, ResolvedSession, SessionHeader, SessionSource } from '../handoff';
+import type { IgnoredReason, ResolvedSession, SessionHeader, SessionSource, SubAgent } from '../handoff';
 
 /**
  * Header values longer than this (in bytes sent) are ignored and the derived key is used (ARCHITECTURE.md#sessions).
@@ -38,11 +38,19 @@ export function readSessionHeader(lines: readonly string[] | undefined): Session
 
 /**
  * The session ids clients send of their own, in the order they are tried when `X-Guardian-Session` is absent (issue
- * 28 item 1): Claude Code's `x-claude-code-session-id` on every request of a session, then Codex's `session-id` and
- * `thread-id`. Each is read like guardian's own header; one that would be ignored (empty, repeated, too long) is
- * skipped for the next.
+ * 28 item 1, docs/sessions.md, recorded from each real client): Claude Code's `x-claude-code-session-id` on every
+ * request of a session, then Codex's `session-id` and `thread-id`, then OpenCode's `x-session-id` (on every provider,
+ * next to an `x-session-affinity` of the same value), then Qwen Code's `session_id` (sent to a self-hosted endpoint
+ * only when its settings ask for it: `customHeaders` with `${session_id}`). Each is read like guardian's own header;
+ * one that would be ignored (empty, repeated, too long) is skipped for the next.
  */
-export const CLIENT_SESSION_HEADERS = ['x-claude-code-session-id', 'session-id', 'thread-id'] as const;
+export const CLIENT_SESSION_HEADERS = [
+  'x-claude-code-session-id',
+  'session-id',
+  'thread-id',
+  'x-session-id',
+  'session_id',
+] as const;
 
 /** The first client session id sent, as a header value with its source; `absent` when none was usable. */
 export function readClientSession(
@@ -53,6 +61,22 @@ export function readClientSession(
     if (read.kind === 'value') return { ...read, source: name };
   }
   return { kind: 'absent' };
+}
+
+/** Claude Code's sub-agent headers (2.1.332 sends both from its request builder; the parent only for a nested one). */
+export const SUBAGENT_HEADERS = ['x-claude-code-agent-id', 'x-claude-code-parent-agent-id'] as const;
+
+/**
+ * The sub-agent a request comes from, read like the session header (an empty, repeated or over-long id is no id);
+ * undefined for the main conversation. A parent id without an agent id of its own names no sub-agent.
+ */
+export function readSubAgent(
+  linesOf: (name: (typeof SUBAGENT_HEADERS)[number]) => readonly string[] | undefined,
+): SubAgent | undefined {
+  const id = readSessionHeader(linesOf('x-claude-code-agent-id'));
+  if (id.kind !== 'value') return undefined;
+  const parent = readSessionHeader(linesOf('x-claude-code-parent-agent-id'));
+  return parent.kind === 'value' ? { id: id.value, parent: parent.value } : { id: id.value };
 }
 
 function ignored(reason: IgnoredReason, detail: string): SessionHeader {
@@ -98,12 +122,32 @@ export function resolveSession(
       : { key: `${owner.owner}/${key}`, hash: sessionHash(key, owner.owner), ownerHash: owner.ownerHash };
   if (header.kind === 'value') {
     const source: SessionSource = header.source ?? 'x-guardian-session';
-    return { ...scoped(header.value), fromHeader: true, source, name: header.value };
+    const named = scoped(header.value);
+    const session: ResolvedSession = {
+      ...named,
+      stateHash: named.hash,
+      fromHeader: true,
+      source,
+      name: header.value,
+    };
+    if (header.agent === undefined) return session;
+    // A header value holds no line break (Node refuses CR and LF), so `<value>\nagent:<id>` names no other session.
+    return {
+      ...session,
+      agent: header.agent,
+      stateHash: sessionHash(`${header.value}\nagent:${header.agent.id}`, owner?.owner),
+    };
   }
   const system = firstSystem || messages.find((m) => m.role === 'system')?.text || '';
   const user = messages.find((m) => m.role === 'user')?.text ?? '';
   const key = `derived:${hashTexts(model, '\n', system, '\n', user).slice(0, 16)}`;
-  const session: ResolvedSession = { ...scoped(key), fromHeader: false, source: 'derived' };
+  const derived = scoped(key);
+  const session: ResolvedSession = {
+    ...derived,
+    stateHash: derived.hash,
+    fromHeader: false,
+    source: 'derived',
+  };
   if (header.kind === 'ignored') session.ignored = { reason: header.reason, warning: header.warning };
   return session;
 }
