@@ -23,6 +23,13 @@ export { canonicalDigest, hashText, hashTexts, prefixHashes, sortedKeyJson } fro
 export { chooseRebuild, planRebuild, rebuiltTokens, type RebuildInput, type RebuildPlan } from './rebuild';
 export { RECALL_TOOLS, RECALL_TOOL_NAMES } from './recall-tools';
 export { spillPointer, spillText } from './spill';
+export {
+  planToolClearing,
+  toolResultPointer,
+  TOOL_POINTER_MAX_CHARS,
+  type ToolClearing,
+  type ToolUse,
+} from './tool-clearing';
 export { ARCHIVE_FENCE, PINS_HEADING, renderSummaryBlock } from './summary-block';
 export {
   SUMMARY_REQUEST_TAG,

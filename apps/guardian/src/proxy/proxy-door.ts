@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 
 import { Injectable } from '@nestjs/common';
+import type { UpstreamResponse } from '@guardian/upstream';
 
 import { AccessPolicy } from '../access/access-policy';
 import { GuardianConfig } from '../config/guardian-config';
@@ -8,6 +9,7 @@ import { forwardedPath } from '../http/dot-segments';
 import { GuardianError } from '../http/http-error';
 import type { OwnedRoute } from '../formats/owned-route';
 import type { PrepareInput } from '../compaction/handoff';
+import { editAnswer } from '../compaction/native/answer-edit';
 import { NativeCompaction } from '../compaction/native/native-compaction';
 import { readClientSession, readSessionHeader, sessionRequiredMessage } from '../compaction/request/session';
 import { sendError, type ProxiedRequest } from './proxy-front';
@@ -16,6 +18,12 @@ import { ProxyReporter } from './proxy-reporter';
 /** What the door lets through: whose session the request is, and the upstream path it may go to. */
 export interface Admission extends Pick<PrepareInput, 'sessionHeader' | 'owner'> {
   path: string;
+}
+
+/** The body compaction goes on with, and what the backend's answer needs added (context management's report). */
+export interface Passed {
+  body: Buffer | undefined;
+  answer?: (upstream: UpstreamResponse) => UpstreamResponse;
 }
 
 /**
@@ -66,10 +74,13 @@ export class ProxyDoor {
     p: ProxiedRequest,
     route: OwnedRoute | undefined,
     inputFor: (body: Buffer, route: OwnedRoute) => PrepareInput,
-  ): Promise<{ body: Buffer | undefined } | undefined> {
+  ): Promise<Passed | undefined> {
     const native = await this.native.intercept(p.req.method ?? 'GET', p.url, p.body, inputFor);
     if (!native) return { body: p.body };
-    if (native.kind === 'forward') return { body: native.body };
+    if (native.kind === 'forward') {
+      const edit = native.answer;
+      return edit ? { body: native.body, answer: (u) => editAnswer(u, edit) } : { body: native.body };
+    }
     if (native.kind === 'refuse') return this.refuse(p, route, native.error);
     p.res.writeHead(200, {
       'content-type': native.contentType,

@@ -77,6 +77,17 @@ export class NativeStretch {
     };
   }
 
+  /**
+   * The request's input tokens and its estimate of a character count, as guardian's budget measures them (the
+   * context-editing triggers compare against it); undefined when the request stage does not read this request.
+   */
+  async measure(input: PrepareInput): Promise<{ total: number; tokens: (chars: number) => number } | undefined> {
+    const read = await this.requests.read(input);
+    if (read.kind === 'unchanged') return undefined;
+    const { counter } = read.ctx.count;
+    return { total: read.ctx.count.tokens, tokens: (chars) => tokensForChars(chars, counter) };
+  }
+
   /** The summary block a handle stands for; refuses a handle that does not verify (or does not match `content`). */
   async expand(handle: string, content?: string): Promise<string> {
     const claims = this.sealer.open(handle);
