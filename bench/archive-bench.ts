@@ -71,40 +71,53 @@ function span(content: string, i: number): Parameters<SealedArchive['write']>[0]
 }
 
 async function writeBench(root: string, out: string[]): Promise<void> {
-  const archive = new SealedArchive({
-    spanDir: join(root, 'write'),
-    anchorDir: join(root, 'anchor'),
-    keepSpans: 100_000,
-    replica: 'bench',
-    // As the sidecar writes: a signed checkpoint after each commit (issue 29), behind the request.
-    log: writerLog({ name: 'bench', originPrefix: 'bench' }),
-  });
+  // With the log as the sidecar writes it (a signed checkpoint after each commit, issue 29) and without, interleaved
+  // span by span so both meet the same disk and the same neighbours: the figure a request waits for must not move.
+  const archives = [true, false].map(
+    (logged) =>
+      new SealedArchive({
+        spanDir: join(root, logged ? 'write' : 'write-nolog'),
+        anchorDir: join(root, logged ? 'anchor' : 'anchor-nolog'),
+        keepSpans: 100_000,
+        replica: 'bench',
+        log: logged ? writerLog({ name: 'bench', originPrefix: 'bench' }) : null,
+      }),
+  );
   const body = text(seeded(1), 100 * 1024);
   // Interleaved: what a request waits for (place: span file fsynced and renamed, chain line written), then the whole
-  // seal (write: the run's commit too: folder and chain fsync, anchor fsync, index), one after the other.
-  const placed: number[] = [];
-  const sealed: number[] = [];
+  // seal (write: the run's commit too: folder and chain fsync, anchor fsync, index; with the log, its checkpoint).
+  const placed: number[][] = [[], []];
+  const sealed: number[][] = [[], []];
   for (let i = 0; i < 300; i += 1) {
-    let pending: Promise<void> = Promise.resolve();
-    placed.push(
-      await timeAsync(async () => {
-        pending = (await archive.place(span(body, 0))).sealed;
-      }),
-    );
-    await pending;
-    sealed.push(await timeAsync(() => archive.write(span(body, 0))));
+    for (const [k, archive] of archives.entries()) {
+      let pending: Promise<void> = Promise.resolve();
+      placed[k]!.push(
+        await timeAsync(async () => {
+          pending = (await archive.place(span(body, 0))).sealed;
+        }),
+      );
+      await pending;
+      sealed[k]!.push(await timeAsync(() => archive.write(span(body, 0))));
+    }
   }
+  await Promise.all(archives.map((a) => a.close()));
   const p = (xs: number[], q: number) =>
     percentile(
       [...xs].sort((a, b) => a - b),
       q,
     ).toFixed(2);
-  out.push(
-    `placed 100 KB span, what a request waits for (temp, fsync, rename, chain line written): ` +
-      `p50 ${p(placed, 50)} ms, p99 ${p(placed, 99)} ms (n=300; target p50 <= 2 ms)`,
-    `sealed 100 KB span, all of it (the above, then folder fsync, chain fsync, anchor fsync, index): ` +
-      `p50 ${p(sealed, 50)} ms, p99 ${p(sealed, 99)} ms (n=300; before group commit every write was this)`,
-  );
+  for (const [k, label] of ['log on', 'log off'].entries()) {
+    out.push(
+      `placed 100 KB span, ${label}, what a request waits for (temp, fsync, rename, chain line written): ` +
+        `p50 ${p(placed[k]!, 50)} ms, p99 ${p(placed[k]!, 99)} ms (n=300; target p50 <= 2 ms)`,
+    );
+  }
+  for (const [k, label] of ['log on', 'log off'].entries()) {
+    out.push(
+      `sealed 100 KB span, ${label}, all of it (the above, then folder fsync, chain fsync, anchor fsync, index` +
+        `${k === 0 ? ', the signed checkpoint' : ''}): p50 ${p(sealed[k]!, 50)} ms, p99 ${p(sealed[k]!, 99)} ms (n=300)`,
+    );
+  }
   // Group commit: 8 sessions' spans at once; each run commits its own; 4 spans each, placed back to back.
   const group = new SealedArchive({
     spanDir: join(root, 'group'),

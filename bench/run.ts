@@ -1,4 +1,4 @@
-// `npm run bench [-- overhead|compaction|archive|memo|precompact|prefix-cache|keep-facts|soak ...] [-- options]`: the
+// `npm run bench [-- overhead|compaction|archive|memo|precompact|prefix-cache|redis-timeout|keep-facts|paste-cost|state-probes|soak ...] [-- options]`: the
 // named benchmarks, or all but soak, one after the other (never at once: each one measures a machine it must have to
 // itself). Each writes bench/results/<name>.txt. Arguments after a second `--` go to the named benchmarks
 // (keep-facts: --upstream URL ...).
@@ -8,10 +8,13 @@ import * as archive from './archive-bench';
 import * as compaction from './compaction';
 import * as memo from './memo-bench';
 import * as overhead from './overhead';
+import * as pasteCost from './paste-cost';
 import * as precompact from './precompact';
 import * as prefixCache from './prefix-cache';
+import * as redisTimeout from './redis-timeout';
 import * as soak from './soak';
 import * as keepFacts from './retention/keep-facts';
+import * as stateProbes from './retention/state-probes';
 
 interface Bench {
   run(args?: readonly string[]): Promise<void>;
@@ -24,7 +27,10 @@ const BENCHES: Record<string, Bench> = {
   memo,
   precompact,
   'prefix-cache': prefixCache,
+  'redis-timeout': redisTimeout,
   'keep-facts': keepFacts,
+  'paste-cost': pasteCost,
+  'state-probes': stateProbes,
   soak,
 };
 

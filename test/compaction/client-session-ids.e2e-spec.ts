@@ -13,6 +13,11 @@ async function usageStatus(stack: Stack, session: string): Promise<number> {
     .status;
 }
 
+async function sourceOf(stack: Stack, session: string): Promise<unknown> {
+  return (await getJson(`${stack.guardian.url}/guardian/usage?session=${encodeURIComponent(session)}`)).body
+    .session_source;
+}
+
 const found = (stack: Stack, session: string) =>
   eventually(async () => ((await usageStatus(stack, session)) === 200 ? true : undefined));
 
@@ -38,6 +43,11 @@ describe('sessions from the ids clients send', () => {
     }
     await found(stack, 'cc-alice-1');
     await found(stack, 'cc-bob-1');
+    expect(await sourceOf(stack, 'cc-alice-1')).toBe('x-claude-code-session-id');
+    // The dashboard's session rows say it too.
+    const stats = (await getJson(`${stack.guardian.url}/guardian/stats`)).body;
+    const rows = stats.sessions as { session_source: string | null }[];
+    expect(rows.map((r) => r.session_source)).toContain('x-claude-code-session-id');
   });
 
   it("keys Codex's session-id, then its thread-id", async () => {
@@ -52,9 +62,11 @@ describe('sessions from the ids clients send', () => {
       });
     await ask({ 'session-id': 'codex-s-1', 'thread-id': 'codex-t-1' });
     await found(stack, 'codex-s-1');
+    expect(await sourceOf(stack, 'codex-s-1')).toBe('session-id');
     expect(await usageStatus(stack, 'codex-t-1')).toBe(404);
     await ask({ 'thread-id': 'codex-t-2' });
     await found(stack, 'codex-t-2');
+    expect(await sourceOf(stack, 'codex-t-2')).toBe('thread-id');
   });
 
   it('lets X-Guardian-Session win over a client id', async () => {
@@ -68,6 +80,7 @@ describe('sessions from the ids clients send', () => {
       messages: [{ role: 'user', content: 'hi' }],
     });
     await found(stack, 'carol');
+    expect(await sourceOf(stack, 'carol')).toBe('x-guardian-session');
     expect(await usageStatus(stack, 'codex-carol')).toBe(404);
   });
 });

@@ -157,21 +157,23 @@ function densePaste(tokens: number): string {
 
 describe('an estimate that undercounts the kept tail', () => {
   // History the estimate counts right, then a paste the estimate undercounts by 1.75x and that the stub counts
-  // at about 7,800 tokens: compacted by the estimate to "fits", it is still over the stub's 8,192 window.
+  // at about 7,950 tokens (the facts block of ADR 0020 made 7,800 fit): compacted by the estimate to "fits", it is still over the stub's 8,192 window.
   function conversation(): ChatCompletionMessageParam[] {
     const out: ChatCompletionMessageParam[] = [{ role: 'system', content: 'You review migration notes.' }];
     for (let t = 1; t <= 4; t++) {
       out.push({ role: 'user', content: `Notes for step ${t}:\n${filler(t, 330)}` });
       out.push({ role: 'assistant', content: `Step ${t} reviewed.` });
     }
-    out.push({ role: 'user', content: `Here is the whole export:\n${densePaste(7800)}` });
+    out.push({ role: 'user', content: `Here is the whole export:\n${densePaste(7950)}` });
     return out;
   }
 
   it('retries a rejected compacted request with the upstream count applied to what was forwarded', async () => {
     const stack = await startStack({
       stub: { flavor: 'vllm', window: 8192, tokenize: false },
-      env: { GUARDIAN_RESERVE_OUTPUT: '1024' },
+      // The room rule (ADR 0021) would keep the paste alone, which the stub's window holds: the 4-message minimum
+      // keeps the tail this test needs over the window.
+      env: { GUARDIAN_RESERVE_OUTPUT: '1024', GUARDIAN_CUT_HEADROOM_TURNS: '0' },
     });
     try {
       const res = await postChat(stack.baseURL, { model: 'stub-model', messages: conversation() });

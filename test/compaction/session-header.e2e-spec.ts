@@ -157,9 +157,11 @@ describe('X-Guardian-Session values with GUARDIAN_SESSION_HEADER_REQUIRED=1', ()
     });
     await res.arrayBuffer();
     expect(res.status).toBe(200);
-    expect(stack.stub.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual([
-      `${method} ${path}`,
-    ]);
+    // Guardian's own window probe (a count is measured against the window) may go first; nothing else does.
+    const sent = stack.stub.requests.slice(before).map((r) => `${r.method} ${r.path}`);
+    const own = sent.indexOf(`${method} ${path}`);
+    expect(own).toBeGreaterThanOrEqual(0);
+    expect(sent.filter((line, i) => i !== own && line !== 'GET /v1/models')).toEqual([]);
   });
 
   it('serves a UTF-8 value', async () => {

@@ -1,7 +1,15 @@
 import { startStack, type Stack } from '../support/stack';
 import { eventually, filler, getJson, postChat, type Json } from './support';
 
-const USAGE_KEYS = ['count_source', 'last_compaction_at', 'model', 'pct', 'used_after_compaction', 'window'];
+const USAGE_KEYS = [
+  'count_source',
+  'last_compaction_at',
+  'model',
+  'pct',
+  'session_source',
+  'used_after_compaction',
+  'window',
+];
 
 function small(text: string): Json {
   return { model: 'stub-model', messages: [{ role: 'user', content: text }] };
@@ -43,7 +51,12 @@ describe('/guardian/usage', () => {
       return r.status === 200 ? r.body : undefined;
     });
     expect(Object.keys(latest).sort()).toEqual(USAGE_KEYS);
-    expect(latest).toMatchObject({ window: 8192, model: 'stub-model', last_compaction_at: null });
+    expect(latest).toMatchObject({
+      window: 8192,
+      model: 'stub-model',
+      last_compaction_at: null,
+      session_source: 'x-guardian-session',
+    });
     expect((await usage('?session=alice')).body).toEqual(latest);
     expect((await usage('?session=bob')).status).toBe(404);
   });

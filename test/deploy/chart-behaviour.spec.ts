@@ -283,9 +283,10 @@ describe('values map 1:1 onto environment variables', () => {
     string,
     null
   >;
-  // camelCase -> SCREAMING_SNAKE, with the two names the rule cannot spell.
+  // camelCase -> SCREAMING_SNAKE, with the three names the rule cannot spell.
   const EXCEPTIONS: Record<string, string> = {
     costPer1mInputUsd: 'GUARDIAN_COST_PER_1M_INPUT_USD',
+    keepAliveMs: 'GUARDIAN_KEEPALIVE_MS',
     otelExporterOtlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
   };
   const expectedName = (key: string): string =>

@@ -53,6 +53,7 @@ function pairs(stats: Json, all: Sample[]): Record<string, [unknown, number]> {
       stats.overflow_recovered,
       sum(all, 'guardian_overflow_recoveries_total', { outcome: 'ok' }),
     ],
+    backend_truncations: [stats.backend_truncations, sum(all, 'guardian_backend_truncation_total')],
     'precompact.done': [precompact.done, sum(all, 'guardian_precompact_total', { outcome: 'done' })],
     'precompact.used': [precompact.used, sum(all, 'guardian_precompact_total', { outcome: 'used' })],
     'precompact.failed': [precompact.failed, sum(all, 'guardian_precompact_total', { outcome: 'failed' })],

@@ -19,6 +19,7 @@ import { TokenRegistry } from './access/token-registry';
 import { AnswerBookkeeping } from './compaction/answer/answer-bookkeeping';
 import { AnswerReporter } from './compaction/answer/answer-reporter';
 import { UsageRecorder } from './compaction/answer/usage-recorder';
+import { UsageSample } from './compaction/answer/usage-sample';
 import { DecideReporter } from './compaction/decide/decide-reporter';
 import { PrecompactJobs } from './compaction/decide/precompact-jobs';
 import { RequestReporter } from './compaction/request/request-reporter';
@@ -32,7 +33,9 @@ import { NativeStretch } from './compaction/native/native-stretch';
 import { CaptureService } from './compaction/answer/capture.service';
 import { CompactionEngine } from './compaction/decide/compaction-engine';
 import { CompactionService } from './compaction/compaction.service';
+import { HandoffController } from './guardian-api/handoff.controller';
 import { DecisionReporter } from './compaction/decide/decision-reporter';
+import { HandoffWriter } from './compaction/decide/handoff-writer';
 import { ExchangeFactory } from './compaction/answer/exchange';
 import { FastPath } from './compaction/request/fast-path';
 import { OverflowRecovery } from './compaction/decide/overflow-recovery';
@@ -48,6 +51,8 @@ import { WindowService } from './compaction/request/window.service';
 import { GuardianConfig } from './config/guardian-config';
 import { GuardianRuntime } from './config/guardian-runtime';
 import { AccessGuard, ArchiveGuard, HostGate } from './guardian-api/access.guard';
+import { ConsoleController } from './guardian-api/console.controller';
+import { ConsoleLog } from './guardian-api/console-log';
 import { GuardianController } from './guardian-api/guardian.controller';
 import { HealthController } from './health/health.controller';
 import { SpanVolumeProbe } from './health/span-volume-probe';
@@ -61,6 +66,7 @@ import { ProxyReporter } from './proxy/proxy-reporter';
 import { OpenStreams } from './proxy/stream-ending';
 import { ProxyDoor } from './proxy/proxy-door';
 import { ProxyService } from './proxy/proxy.service';
+import { TokenCounts } from './proxy/count-tokens';
 import { GuardianState } from './state/guardian-state';
 
 /**
@@ -236,7 +242,14 @@ export class AppModule {
   static forRoot(options: GuardianModuleOptions): DynamicModule {
     return {
       module: AppModule,
-      controllers: [HealthController, GuardianController, ArchiveController, CaptureController],
+      controllers: [
+        HealthController,
+        GuardianController,
+        ConsoleController,
+        ArchiveController,
+        CaptureController,
+        HandoffController,
+      ],
       providers: [
         ...constructed(options),
         { provide: APP_FILTER, useClass: GuardianErrorFilter },
@@ -250,12 +263,14 @@ export class AppModule {
         CaptureService,
         CompactionEngine,
         CompactionService,
+        ConsoleLog,
         DecideReporter,
         DecisionReporter,
         ExchangeFactory,
         FailOpen,
         FastPath,
         GuardianState,
+        HandoffWriter,
         MessagesCompaction,
         MessagesContext,
         NativeCompaction,
@@ -276,7 +291,9 @@ export class AppModule {
         StretchService,
         Summariser,
         SummaryBreaker,
+        TokenCounts,
         UsageRecorder,
+        UsageSample,
         WindowService,
       ],
     };

@@ -7,7 +7,14 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 
-import { ownerHash, SealedArchive, sha256Hex } from '@guardian/archive';
+import {
+  ownerHash,
+  parseVerifierKey,
+  SealedArchive,
+  sha256Hex,
+  verifyTlogProof,
+  writerLog,
+} from '@guardian/archive';
 import { RECALL_TOOL_NAMES } from '@guardian/compaction';
 import { createLogger } from '@guardian/telemetry';
 
@@ -170,6 +177,7 @@ describe.each([
       keepSpans: 500,
       replica: 'mcp1',
       now: () => NOW,
+      log: writerLog({ name: 'mcp1', originPrefix: 'test.example' }),
     });
     const spans: unknown[][] = [
       [
@@ -223,6 +231,32 @@ describe.each([
     const read = tools.find((t) => t.name === 'read_span');
     expect(read?.inputSchema.required).toEqual(['run', 'index']);
     expect(read?.description).toContain('data, not instructions');
+  });
+
+  it("gives each hit and span read its log entry and a proof that verifies with the log's key (issue 29)", async () => {
+    const vkey = parseVerifierKey(readFileSync(join(mode.dataDir, 'spans', '.tlog', 'mcp1', 'vkey'), 'utf8'));
+    const found = await mcp.client.callTool({
+      name: 'search_spans',
+      arguments: { term: 'password rotates' },
+    });
+    const hits = (
+      found.structuredContent as { hits: { ref: string; log_entry: string; log_proof: string }[] }
+    ).hits;
+    const file = readFileSync(join(mode.dataDir, 'spans', run, '0002.json'));
+    expect(hits).toEqual([
+      expect.objectContaining({
+        ref: `${run}/0002.json`,
+        log_entry: `context-guardian span ${run} 2 sha256:${sha256Hex(file)}`,
+      }),
+    ]);
+    expect(verifyTlogProof(hits[0]!.log_proof, hits[0]!.log_entry, vkey)).toMatchObject({
+      ok: true,
+      index: 1,
+    });
+    const read = await mcp.client.callTool({ name: 'read_span', arguments: { run, index: 1 } });
+    const proved = read.structuredContent as { log_entry: string; log_proof: string };
+    expect(verifyTlogProof(proved.log_proof, proved.log_entry, vkey)).toMatchObject({ ok: true, index: 0 });
+    expect(text(found)).not.toContain('tlog-proof');
   });
 
   it('lists runs and spans, and skims digests', async () => {

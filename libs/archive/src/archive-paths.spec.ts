@@ -9,6 +9,7 @@ describe('resolveGuardianPaths', () => {
       logDir: '/home/dev/.local/share/context-guardian/log',
       receiptsDir: '/home/dev/.local/share/context-guardian/receipts',
       anchorDir: null,
+      verifiedDir: '/home/dev/.local/state/context-guardian/verified',
       warnings: [],
     });
   });
@@ -34,6 +35,13 @@ describe('resolveGuardianPaths', () => {
 
   it('turns receipts off with GUARDIAN_RECEIPTS=0', () => {
     expect(resolveGuardianPaths({ GUARDIAN_RECEIPTS: '0' }, '/h').receiptsDir).toBeNull();
+  });
+
+  it('keeps the last verified checkpoints in XDG_STATE_HOME, or GUARDIAN_VERIFIED_DIR', () => {
+    expect(resolveGuardianPaths({ XDG_STATE_HOME: '/st' }, '/h').verifiedDir).toBe(
+      '/st/context-guardian/verified',
+    );
+    expect(resolveGuardianPaths({ GUARDIAN_VERIFIED_DIR: '/audit' }, '/h').verifiedDir).toBe('/audit');
   });
 
   it("reads the seed's file variables as their folders, with a warning each", () => {

@@ -11,6 +11,11 @@ export interface GuardianPaths {
   receiptsDir: string | null;
   /** null when no anchor folder is configured. */
   anchorDir: string | null;
+  /**
+   * Where `--verify` keeps the last checkpoint it verified of each log (docs/ARCHIVE_FORMAT.md#the-log): the
+   * verifier's own state, outside the data folder, so it can show that a log was rolled back.
+   */
+  verifiedDir: string;
   /** Human-readable notes about legacy variables that were translated. */
   warnings: string[];
 }
@@ -58,7 +63,9 @@ export function resolveGuardianPaths(env: Record<string, string | undefined>, ho
       `GUARDIAN_SEAL_ANCHOR_PATH is deprecated: using its folder ${anchorDir} as GUARDIAN_SEAL_ANCHOR_DIR`,
     );
   }
-  return { dataDir, spanDir, logDir, receiptsDir, anchorDir, warnings };
+  const state = nonEmpty(env.XDG_STATE_HOME) ?? path.join(home, '.local', 'state');
+  const verifiedDir = nonEmpty(env.GUARDIAN_VERIFIED_DIR) ?? path.join(state, 'context-guardian', 'verified');
+  return { dataDir, spanDir, logDir, receiptsDir, anchorDir, verifiedDir, warnings };
 }
 
 const RUN_ID = /^[A-Za-z0-9_-]{1,80}$/;

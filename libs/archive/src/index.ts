@@ -21,6 +21,7 @@ export { CaptureJournal } from './capture-journal';
 export { CAPTURE_ROUTE, archivedLineBytes, captureEnd, captureRuns } from './capture-runs';
 export type { ChainHead } from './chain-reader';
 export { CompactionLog, type CompactionLogInput } from './compaction-log';
+export { readDailyLogs } from './jsonl';
 export { LocalArchive } from './local-archive';
 export { pruneRuns, reindex, repairRun, sealExisting } from './maintenance';
 export { OWNER_PATTERN, ownerHash, sessionHash } from './owners';
@@ -36,6 +37,7 @@ export { verifyIncrement, type VerifyCursor } from './verify-increment';
 
 // The archive as a transparency log (issue 29, docs/ARCHIVE_FORMAT.md#the-log).
 export { LogProofs } from './log-proofs';
+export { verifyLogs, type LogVerdict } from './log-verify';
 export { parseVerifierKey } from './signed-note';
 export { CHECKPOINT_FILE, SpanLog, VKEY_FILE } from './span-log';
 export { listLogs, logFolder, peekCheckpoint, readLogFile } from './span-log-read';

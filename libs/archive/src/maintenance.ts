@@ -20,6 +20,7 @@ import { readChain } from './chain-reader';
 import { buildDigest } from './digest';
 import { DIR_MODE, appendDurable, fsyncDir, writeFileDurable } from './durable-fs';
 import { parseJsonLine } from './jsonl';
+import { recordPrunedRuns } from './log-pins';
 import { buildGrams } from './grams';
 import { runDigests } from './recall-read';
 import { StoredSpanSchema } from './span-record';
@@ -74,17 +75,20 @@ export async function pruneRuns(opts: {
   now?: () => Date;
 }): Promise<{ removed: string[] }> {
   if (opts.retentionDays <= 0) return { removed: [] };
-  const cutoff = (opts.now ?? (() => new Date()))().getTime() - opts.retentionDays * 86_400_000;
+  const now = (opts.now ?? (() => new Date()))();
+  const cutoff = now.getTime() - opts.retentionDays * 86_400_000;
   const removed: string[] = [];
   for (const run of await runIds(opts.spanDir)) {
     const dir = runDir(opts.spanDir, run);
     let newest = (await fsp.stat(dir)).mtimeMs;
     for (const file of await runFiles(opts.spanDir, run))
       newest = Math.max(newest, (await fsp.stat(path.join(dir, file))).mtimeMs);
-    if (newest >= cutoff) continue;
-    await fsp.rm(dir, { recursive: true, force: true });
-    removed.push(run);
+    if (newest < cutoff) removed.push(run);
   }
+  // The record goes first, as for a chain's prune line: the log keeps the runs' entries, and --verify reads them as
+  // pruned only when this record names the run (docs/ARCHIVE_FORMAT.md#the-log).
+  await recordPrunedRuns(opts.spanDir, removed, now);
+  for (const run of removed) await fsp.rm(runDir(opts.spanDir, run), { recursive: true, force: true });
   if (removed.length > 0) await fsyncDir(opts.spanDir);
   return { removed };
 }

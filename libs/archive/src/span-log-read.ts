@@ -79,7 +79,12 @@ export class LogCheckFailed extends Error {
 }
 
 /** Reads one tile at the width a tree needs; a deleted partial is read as the prefix of its full tile. */
-async function readTile(dir: string, level: number | 'entries', n: number, width: number): Promise<Buffer> {
+export async function readTile(
+  dir: string,
+  level: number | 'entries',
+  n: number,
+  width: number,
+): Promise<Buffer> {
   const exact = await readLogFile(dir, tilePath(level, n, width));
   if (exact !== null) return exact;
   const full = width < TILE_WIDTH ? await readLogFile(dir, tilePath(level, n, TILE_WIDTH)) : null;

@@ -32,6 +32,8 @@ export interface UsageAnswer {
   used_after_compaction: number;
   pct: number;
   count_source: string;
+  /** What named the session: `x-guardian-session`, a client's own header, or `derived`; null in older records. */
+  session_source: string | null;
   model: string | null;
   last_compaction_at: string | null;
 }
@@ -40,11 +42,15 @@ export interface UsageAnswer {
 export interface StatsSession {
   /** First 8 hex of the session hash. */
   session: string;
+  /** The name the session was sent with (its header or the client's own id); null for a derived session. */
+  name: string | null;
   model: string;
   window: number;
   used: number;
   pct: number;
   count_source: string;
+  /** What named the session (see UsageAnswer.session_source). */
+  session_source: string | null;
   at: string;
 }
 
@@ -77,6 +83,8 @@ export interface StatsAnswer {
   fail_open: Record<string, number>;
   archive_deferred: number;
   overflow_recovered: number;
+  /** Answers whose prompt the backend truncated without saying so (issue 28 item 5). */
+  backend_truncations: number;
   tokens_kept_out: number;
   /** Requests whose size alone proved they fit: forwarded unchanged without being parsed (ADR 0013). */
   passthrough_by_size: number;
@@ -91,15 +99,34 @@ export interface StatsAnswer {
   sessions: StatsSession[];
 }
 
+/**
+ * `GET /guardian/sessions/<id>/handoff` (issue 32 item 5): what a new session needs to pick the work up, read from the
+ * history of the session's latest compaction. Message text: served under the archive's access rules.
+ */
+export interface HandoffAnswer {
+  goal: string | null;
+  pins: { text: string; status: 'current' | 'superseded' }[];
+  decisions: string[];
+  files: string[];
+  open_question: string | null;
+  messages: number;
+  compacted_at: string;
+  /** The run folder the hand-off files were written into, when the session's spans are on this volume. */
+  run: string | null;
+}
+
 /** One entry of `GET /guardian/events`: counts and names only, never message text. */
 interface EventAnswer {
   kind:
     | 'compaction'
     | 'summary_chunked'
+    | 'summary_refused'
     | 'oversized_spill'
     | 'newest_cut'
+    | 'stale_recall'
     | 'fail_open'
     | 'overflow_recovered'
+    | 'backend_truncation'
     | 'archive_deferred';
   at: string;
   route: string;

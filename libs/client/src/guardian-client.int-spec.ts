@@ -37,6 +37,7 @@ const STATS_KEYS: Record<keyof StatsAnswer, true> = {
   fail_open: true,
   archive_deferred: true,
   overflow_recovered: true,
+  backend_truncations: true,
   tokens_kept_out: true,
   passthrough_by_size: true,
   dry_run: true,

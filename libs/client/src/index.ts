@@ -4,6 +4,7 @@ export type {
   CaptureRequest,
   DigestsAnswer,
   EventsAnswer,
+  HandoffAnswer,
   HeadsAnswer,
   ReadAnswer,
   ReadyAnswer,
@@ -17,6 +18,18 @@ export type {
   StatsSession,
   UsageAnswer,
 } from './api-types';
+export type {
+  HistoryAnswer,
+  HistoryBucket,
+  SessionAnswer,
+  SessionCompaction,
+  SessionListEntry,
+  SessionsAnswer,
+  UsageFigures,
+  UsageModelFigures,
+  UsagePeriod,
+  UsageSummaryAnswer,
+} from './console-answers';
 export { GuardianClient, GuardianClientError } from './guardian-client';
 export { RemoteArchive } from './remote-archive';
 export { sidecarTarget } from './sidecar-target';

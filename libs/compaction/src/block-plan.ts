@@ -1,10 +1,11 @@
 import { answerCeiling } from './budget';
 import { evictedIndexes } from './cuts';
-import { carriedLedger } from './ledger';
+import { carriedLedger, instructionsOf } from './ledger';
 import { carriedPins } from './pins';
 import { blockTokens, type RebuildInput } from './rebuild';
 import { capSummary, MAX_BLOCK_SPANS, renderSummaryBlock } from './summary-block';
 import { summaryMaxChars } from './summary-prompt';
+import { markCarried } from './supersede';
 import type { BudgetInfo, Counter, NeutralMessage } from './types';
 
 /** What a summary block stands for: a memoized stretch chain, or the one a new summary will make. */
@@ -19,6 +20,8 @@ export interface BlockSource {
   deferred: boolean;
   /** `## Must Keep` bullets collected from the chain's summaries. */
   mustKeep: readonly string[];
+  /** Identifiers the block carries verbatim (carriedAnchors, kept with the memo entry). */
+  anchors?: readonly string[];
 }
 
 /** One request as the block and the rebuild see it. */
@@ -33,6 +36,8 @@ export interface BlockContext {
   pinsBy: readonly (readonly string[])[];
   /** GUARDIAN_LEDGER_MAX_CHARS (0: the instruction ledger is off). */
   ledgerMaxChars: number;
+  /** GUARDIAN_ANCHOR_MAX_CHARS: what a new cut's anchors may take, for weighing its block (0 or absent: none). */
+  anchorMaxChars?: number;
 }
 
 /** A span ref as long as real ones (`<yyyymmdd-HHMMSS>-<8 hex>-<8 hex>/NNNN.json`), for sizing a block before it exists. */
@@ -55,25 +60,33 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
   const summary = capSummary(block.summary, summaryMaxChars(ctx.budget, ctx.counter));
   let last: { pins: readonly string[]; ledger: readonly string[]; text: string } | undefined;
   const evicted = evictedIndexes(ctx.messages, 0, block.cut).length;
-  const pins = carriedPins({
+  const unmarked = carriedPins({
     byMessage: ctx.pinsBy,
     cut: block.cut,
     mustKeep: block.mustKeep,
     summary,
     maxChars: ctx.pinMaxChars,
   });
-  return {
-    ...base,
-    cut: block.cut,
-    pins,
+  // Facts that change (issue 32 item 1): an older value is marked superseded, the newer current.
+  const { pins, ledger } = markCarried({
+    pins: unmarked,
     // Derived from the messages the client resends, as pins are: the memo stores nothing for it
     // (ARCHITECTURE.md#sessions).
     ledger: carriedLedger({
       messages: ctx.messages,
       cut: block.cut,
       maxChars: ctx.ledgerMaxChars,
-      carried: pins,
+      carried: unmarked,
     }),
+    pinAt: (p) => newestAt(block.cut, (i) => ctx.pinsBy[i]?.includes(p) === true),
+    ledgerAt: (l) =>
+      newestAt(block.cut, (i, m = ctx.messages[i]) => (m ? instructionsOf(m) : []).includes(l)),
+  });
+  return {
+    ...base,
+    cut: block.cut,
+    pins,
+    ledger,
     renderBlock: (carriedPins, ledger) => {
       // The planner weighs the block with every pin, then the rebuild places the same block: the text is made once.
       if (last && sameStrings(last.pins, carriedPins) && sameStrings(last.ledger, ledger)) return last.text;
@@ -85,6 +98,7 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
         deferred: block.deferred,
         pins: carriedPins,
         ledger,
+        anchors: block.anchors,
       });
       last = { pins: [...carriedPins], ledger: [...ledger], text };
       return text;
@@ -104,6 +118,7 @@ export function nextBlockSource(ctx: BlockContext, memo: BlockSource | undefined
     spanTotal: MAX_BLOCK_SPANS + 1,
     deferred: false,
     mustKeep: memo?.mustKeep ?? [],
+    anchors: (ctx.anchorMaxChars ?? 0) > 0 ? ['x'.repeat(ctx.anchorMaxChars ?? 0)] : [],
   };
 }
 
@@ -122,6 +137,12 @@ export function weighBlock(ctx: BlockContext, block: BlockSource): { tokens: num
 /** Tokens of a block with every pin and ledger entry it may carry (weighBlock's tokens). */
 export function fullBlockTokens(ctx: BlockContext, block: BlockSource): number {
   return weighBlock(ctx, block).tokens;
+}
+
+/** The newest message index before `cut` that says a line, or -1 (a summary's own bullet). */
+function newestAt(cut: number, says: (i: number) => boolean): number {
+  for (let i = cut - 1; i >= 0; i--) if (says(i)) return i;
+  return -1;
 }
 
 function sameStrings(a: readonly string[], b: readonly string[]): boolean {

@@ -1,4 +1,11 @@
-import { Calibration, MESSAGE_OVERHEAD_CHARS, messageTokens, requestChars, tokensForChars } from './estimate';
+import {
+  Calibration,
+  MESSAGE_OVERHEAD_CHARS,
+  messageTokens,
+  requestChars,
+  tokensForChars,
+  silentlyTruncated,
+} from './estimate';
 import type { NeutralMessage } from './types';
 
 function msg(role: NeutralMessage['role'], chars: number): NeutralMessage {
@@ -87,5 +94,19 @@ describe('Calibration', () => {
     const c = new Calibration();
     c.observe(reported, estimated);
     expect(c.samples).toBe(0);
+  });
+});
+
+describe('silentlyTruncated', () => {
+  it('flags a reported count well under what was forwarded, and nothing a tokenizer difference explains', () => {
+    expect(silentlyTruncated(4096, 10_000)).toBe(true);
+    // 0.7 is the lowest factor the calibration learns: a real tokenizer difference, not a truncation.
+    expect(silentlyTruncated(7000, 10_000)).toBe(false);
+    expect(silentlyTruncated(10_400, 10_000)).toBe(false);
+  });
+
+  it('does not read a tiny count as a window (a prompt-cache count: ollama/ollama#2068)', () => {
+    expect(silentlyTruncated(12, 10_000)).toBe(false);
+    expect(silentlyTruncated(0, 10_000)).toBe(false);
   });
 });

@@ -62,3 +62,24 @@ export class Calibration {
     return this.current;
   }
 }
+
+/**
+ * A reported prompt this far under guardian's own count of what it forwarded is not a tokenizer difference: the
+ * calibration accepts ratios down to {@link Calibration.MIN_FACTOR} (0.7), so 0.6 is beyond anything it would learn.
+ */
+const TRUNCATION_RATIO = 0.6;
+/**
+ * Below this many reported tokens a low count is not read as a truncation: Ollama has reported only the tokens it
+ * did not find in its prompt cache (ollama/ollama#2068, #16428), a few tokens for a long prompt. No backend serving
+ * a coding agent truncates to a window this small.
+ */
+const MIN_TRUNCATED_WINDOW = 1024;
+
+/**
+ * True when the upstream answered with a prompt count well under what guardian counted and forwarded: the backend
+ * cut the front of the prompt without saying so (Ollama past `num_ctx`, issue 28 item 5). Such a sample must not
+ * calibrate, and the reported count is the most the backend kept: its real window, at least.
+ */
+export function silentlyTruncated(reportedTokens: number, forwardedTokens: number): boolean {
+  return reportedTokens >= MIN_TRUNCATED_WINDOW && reportedTokens < forwardedTokens * TRUNCATION_RATIO;
+}

@@ -13,24 +13,28 @@ export {
   sizeProvesFit,
   worstTokensForBytes,
 } from './budget';
+export { carriedAnchors } from './anchors';
 export { checkpointSummary } from './checkpoint';
 export { allowedCuts, evictedIndexes } from './cuts';
-export { Calibration, requestChars, tokensForChars } from './estimate';
+export { Calibration, requestChars, silentlyTruncated, tokensForChars } from './estimate';
 export { LEDGER_HEADING } from './ledger';
 export { carriedPins, extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
 export { chooseCut, chooseMemo, planCompaction, type PlanInput } from './planner';
 export { canonicalDigest, hashText, hashTexts, prefixHashes, sortedKeyJson } from './prefix-hash';
-export { chooseRebuild, planRebuild, rebuiltTokens, type RebuildInput, type RebuildPlan } from './rebuild';
-export { RECALL_TOOLS, RECALL_TOOL_NAMES } from './recall-tools';
-export { spillPointer, spillText } from './spill';
 export {
-  planToolClearing,
-  toolResultPointer,
-  TOOL_POINTER_MAX_CHARS,
-  type ToolClearing,
-  type ToolUse,
-} from './tool-clearing';
-export { ARCHIVE_FENCE, PINS_HEADING, renderSummaryBlock } from './summary-block';
+  chooseRebuild,
+  newestTyped,
+  planRebuild,
+  rebuiltTokens,
+  type RebuildInput,
+  type RebuildPlan,
+} from './rebuild';
+export { RECALL_HEADING, staleRecall, type StaleRecall } from './recall';
+export { RECALL_TOOLS, RECALL_TOOL_NAMES } from './recall-tools';
+export { handoffMarkdown, sessionHandoff, type SessionHandoff } from './session-handoff';
+export { spillPointer, spillText } from './spill';
+export { planToolClearing, toolResultPointer, TOOL_POINTER_MAX_CHARS, type ToolUse } from './tool-clearing';
+export { ANCHORS_HEADING, ARCHIVE_FENCE, PINS_HEADING, renderSummaryBlock } from './summary-block';
 export {
   SUMMARY_REQUEST_TAG,
   buildSummaryPrompt,

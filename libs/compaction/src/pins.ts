@@ -1,3 +1,4 @@
+import { isFactCorrection } from './supersede';
 import type { NeutralMessage } from './types';
 
 /**
@@ -82,6 +83,32 @@ export function extractPins(text: string): string[] {
   return mergePins(pins);
 }
 
+/** Cheap test first: a correction says "update", "correction", "change of plan" or "now". */
+const MAY_CORRECT = /\b(?:update|correction|change of plan|now|changed to|moved to)\b/i;
+/** Beyond this a message is a paste, not typed words (the ledger's bound, LEDGER_MESSAGE_MAX_CHARS). */
+const CORRECTION_SCAN_MAX_CHARS = 1500;
+
+/**
+ * The sentences of a typed text that correct a fact ("Update: project Heron's release codename is now CEDAR-789"):
+ * pinned without a pin phrase, so the value that replaced a pinned one is carried as long as the old one is
+ * (issue 32 item 1, docs/adr/0020-facts-that-change.md).
+ */
+export function factCorrections(text: string): string[] {
+  if (text.length > CORRECTION_SCAN_MAX_CHARS || !MAY_CORRECT.test(text)) return [];
+  const all = sentences(text);
+  const out: string[] = [];
+  for (let i = 0; i < all.length; i++) {
+    const s = all[i] ?? '';
+    // "Update:" alone introduces the sentence after it, as a bare pin request does.
+    const joined = s.endsWith(':') && i + 1 < all.length ? `${s} ${all[i + 1]}` : undefined;
+    if (joined !== undefined && isFactCorrection(joined)) {
+      out.push(joined);
+      i += 1;
+    } else if (isFactCorrection(s)) out.push(s);
+  }
+  return out;
+}
+
 /** Bullets of the `## Must Keep` section the summary prompt asks for (up to the next heading). */
 export function mustKeepBullets(summary: string): string[] {
   const m = /^#{1,6}\s*must keep\s*$/im.exec(summary);
@@ -140,7 +167,7 @@ export function pinsByMessage(messages: readonly NeutralMessage[]): (readonly st
     if (!m.userTyped || m.role !== 'user') return NO_PINS;
     let found = pinsOf.get(m);
     if (found === undefined) {
-      found = extractPins(m.text);
+      found = mergePins(extractPins(m.text), factCorrections(m.text));
       pinsOf.set(m, found);
     }
     return found;

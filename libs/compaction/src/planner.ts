@@ -1,5 +1,6 @@
 import { allowedCuts } from './cuts';
 import { messageTokens, tokensForChars } from './estimate';
+import { previewSavings } from './headroom';
 import type { BudgetInfo, Counter, KeepRecent, NeutralMessage } from './types';
 
 /** The fewest messages a new cut keeps verbatim (ARCHITECTURE.md#compaction). */
@@ -26,6 +27,8 @@ export interface PlanInput {
    * chooseCut, and each needed it (issue 16). Without it, each computes its own.
    */
   allowed?: readonly boolean[];
+  /** The pins each message asks for (pinsByMessage): a previewed paste carries them after its pointer. */
+  pinsBy?: readonly (readonly string[])[];
 }
 
 export type Plan =
@@ -101,6 +104,12 @@ export function planCompaction(input: PlanInput): Plan {
   const reuseTokens = usable && from > 0 ? tokensAfterCut(input, from, memo.summaryTokens) : undefined;
   if (reuseTokens !== undefined && reuseTokens <= budget.budget)
     return { action: 'reuse', cut: from, tokens: reuseTokens };
+  // Older pastes cut to their previews before a new cut, when that alone makes the sticky cut fit (ADR 0021): the
+  // rebuild's spill does it, and the turn costs no summariser call.
+  if (reuseTokens !== undefined && (input.keep.headroomTurns ?? 0) > 0) {
+    const previewed = reuseTokens - previewSavings(messages, from, input);
+    if (previewed <= budget.budget) return { action: 'reuse', cut: from, tokens: previewed };
+  }
 
   const cut = chooseCut(input, from);
   if (cut !== undefined) return { action: 'compact', from, cut };
@@ -145,12 +154,16 @@ function keepRecentCut(input: PlanInput, from: number): number | undefined {
   let keptMessages = 0;
   let keptTokens = 0;
   const keepTokens = keep.fraction * (budget.window - budget.reserve);
+  const room = keep.messages === undefined ? headroomCap(input, from) : undefined;
   for (let i = n - 1; i > from; i--) {
     const m = messages[i];
     if (!m || m.role === 'system') continue;
     const t = messageTokens(m, counter);
     if (keep.messages !== undefined) {
       if (keptMessages >= keep.messages) break;
+    } else if (room !== undefined && i < room.newest && keptTokens + t > room.cap) {
+      // Past the newest turn, the minimum gives way to the room the next turns need (ADR 0021).
+      break;
     } else if (keptMessages >= MIN_KEPT_MESSAGES && keptTokens + t > keepTokens) {
       break;
     }
@@ -163,4 +176,28 @@ function keepRecentCut(input: PlanInput, from: number): number | undefined {
   for (let c = target; c > from; c--) if (allowed[c]) return c;
   for (let c = target + 1; c < n; c++) if (allowed[c]) return c;
   return undefined;
+}
+
+/**
+ * The most a new cut's kept tail may take so that `keep.headroomTurns` more turns the size of the newest one fit
+ * under the budget beside it, the fixed part and the new summary block (ADR 0021), and where the newest turn starts
+ * (its last user message: never cut into by this rule). Undefined when the rule is off or there is no user message.
+ * Big pastes made the 4-message minimum alone keep two of them, so the next paste crossed the budget again and
+ * every compacted turn cost a summariser call (issue 32 item 8).
+ */
+function headroomCap(input: PlanInput, from: number): { cap: number; newest: number } | undefined {
+  const turns = input.keep.headroomTurns ?? 0;
+  if (turns <= 0) return undefined;
+  const { messages, counter } = input;
+  let newest = -1;
+  for (let i = messages.length - 1; i > from; i--) {
+    if (messages[i]?.role === 'user') {
+      newest = i;
+      break;
+    }
+  }
+  if (newest === -1) return undefined;
+  const growth = tailTokens(messages, newest, counter);
+  const block = input.newBlockTokens?.(newest) ?? 0;
+  return { cap: input.budget.budget - keptSystemTokens(input) - block - turns * growth, newest };
 }

@@ -1,10 +1,13 @@
 import { LEDGER_HEADING } from './ledger';
 import { RECALL_TOOLS } from './recall-tools';
 import { neutraliseFences } from './summary-prompt';
+import { CURRENT_MARK, SUPERSEDED_MARK } from './supersede';
 
 /** The fence around the summary guardian places in a forwarded request. */
 export const ARCHIVE_FENCE = 'CONTEXT-GUARDIAN-ARCHIVE';
 export const PINS_HEADING = "Pinned facts (kept verbatim at the user's request):";
+/** Over the carried identifiers (issue 32 item 4). */
+export const ANCHORS_HEADING = 'Names from those messages that later turns still mention, verbatim:';
 /**
  * The most span references one block names (the newest). Older spans stay reachable through the recall tools the
  * block names, so the block does not grow with the session (ARCHITECTURE.md#compaction "bounded additions": a
@@ -28,6 +31,8 @@ export interface SummaryBlockInput {
   pins: readonly string[];
   /** The instruction ledger, oldest first as carried (carriedLedger); shown newest first after the pins. */
   ledger?: readonly string[];
+  /** Identifiers of the evicted messages that later turns still mention (carriedAnchors), listed verbatim. */
+  anchors?: readonly string[];
   /** The most characters of summary the block carries (see {@link capSummary}); unbounded when undefined. */
   summaryMaxChars?: number;
 }
@@ -83,6 +88,10 @@ export function renderSummaryBlock(input: SummaryBlockInput): string {
     lines.push(
       'The latest stretch is not archived yet (the archive could not be written); a later turn archives it.',
     );
+  if ([...input.pins, ...(input.ledger ?? [])].some((l) => l.startsWith(SUPERSEDED_MARK)))
+    lines.push(
+      `A line marked ${SUPERSEDED_MARK} below was replaced by the newer line about the same thing, marked ${CURRENT_MARK}: use the current one.`,
+    );
   lines.push(`<<<${ARCHIVE_FENCE}`, neutraliseFences(summary));
   if (input.pins.length > 0) {
     lines.push('', PINS_HEADING, ...input.pins.map((p) => `- ${neutraliseFences(p)}`));
@@ -92,6 +101,10 @@ export function renderSummaryBlock(input: SummaryBlockInput): string {
   if (ledger.length > 0) {
     lines.push('', LEDGER_HEADING, ...ledger.map((s) => `- ${neutraliseFences(s)}`));
   }
+  // Only what the pins and ledger above do not already say (a pin names its own values).
+  const said = [...input.pins, ...(input.ledger ?? [])].join('\n');
+  const anchors = (input.anchors ?? []).filter((a) => !said.includes(a));
+  if (anchors.length > 0) lines.push('', ANCHORS_HEADING, neutraliseFences(anchors.join(', ')));
   lines.push(`${ARCHIVE_FENCE}>>>`);
   return lines.join('\n');
 }

@@ -37,15 +37,19 @@ describe('planToolClearing', () => {
   it('clears nothing when less than `atLeast` would go, or when every result is no larger than its pointer', () => {
     expect(planToolClearing(uses, { keep: 3, pointerTokens: 20, atLeast: 481 })).toBeUndefined();
     expect(planToolClearing(uses, { keep: 3, pointerTokens: 20, atLeast: 480 })?.tokens).toBe(480);
-    expect(planToolClearing([use('x', 'read', 15), use('y', 'read', 900)], { keep: 1, pointerTokens: 20 })).toBe(
-      undefined,
-    );
+    expect(
+      planToolClearing([use('x', 'read', 15), use('y', 'read', 900)], { keep: 1, pointerTokens: 20 }),
+    ).toBe(undefined);
     expect(planToolClearing(uses, { keep: 4, pointerTokens: 20 })).toBeUndefined();
   });
 
   it('is a function of its inputs: one more turn clears the same old results again, and more only if needed', () => {
     const before = planToolClearing(uses, { keep: 1, pointerTokens: 20, enough: 450 })!;
-    const after = planToolClearing([...uses, use('e', 'read', 100)], { keep: 1, pointerTokens: 20, enough: 450 })!;
+    const after = planToolClearing([...uses, use('e', 'read', 100)], {
+      keep: 1,
+      pointerTokens: 20,
+      enough: 450,
+    })!;
     expect(after.results.slice(0, before.results.length)).toEqual(before.results);
   });
 });

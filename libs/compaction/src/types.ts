@@ -38,6 +38,11 @@ export interface KeepRecent {
   fraction: number;
   /** Exact count of messages kept, overriding the fraction. */
   messages?: number;
+  /**
+   * Turns like the newest one that a new cut leaves room for under the budget before the next cut (ADR 0021): the
+   * kept tail gives way to that room, down to the newest turn. 0 or absent: the fraction and the minimum alone.
+   */
+  headroomTurns?: number;
 }
 
 /** How many tokens a count of characters is, with the learned per-model factor. */

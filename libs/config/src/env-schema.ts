@@ -50,6 +50,7 @@ export const envSchema = z.object({
   GUARDIAN_RESERVE_OUTPUT: int(8192),
   GUARDIAN_KEEP_RECENT_FRACTION: fraction(0.2),
   GUARDIAN_KEEP_RECENT_MESSAGES: optionalInt(1),
+  GUARDIAN_CUT_HEADROOM_TURNS: int(2),
   GUARDIAN_CHARS_PER_TOKEN: z.coerce.number().gt(0).default(3.5),
   GUARDIAN_COUNT_TOOLS: flag('1'),
   GUARDIAN_CALIBRATE: flag('1'),
@@ -74,6 +75,7 @@ export const envSchema = z.object({
     message: 'a log origin has no spaces and no "+"',
   }),
   GUARDIAN_LOG_KEY_FILE: optionalText,
+  GUARDIAN_VERIFIED_DIR: optionalText,
   GUARDIAN_SUMMARY_TIMEOUT_MS: int(60000, 1),
   // Issue 27: serve the providers' compaction protocols (emulate) or forward them (passthrough); auto decides by upstream.
   GUARDIAN_NATIVE_COMPACTION: z.enum(['auto', 'emulate', 'passthrough']).default('auto'),
@@ -88,6 +90,10 @@ export const envSchema = z.object({
   GUARDIAN_PIN_MAX_CHARS: int(1600),
   // ADR 0012: ~340 tokens, 8% of the 4,096-token budget of an 8k window; at least 12 instructions of up to 90 chars.
   GUARDIAN_LEDGER_MAX_CHARS: int(1200),
+  // Issue 32 items 2 and 4: at most three short excerpts; about 20 identifiers of 40 characters.
+  GUARDIAN_RECALL_MAX_CHARS: int(1200),
+  GUARDIAN_ANCHOR_MAX_CHARS: int(800),
+  GUARDIAN_HANDOFF: flag('1'),
   GUARDIAN_DRY_RUN: flag('0'),
   GUARDIAN_CAPTURE: z.enum(['off', 'journal']).default('off'),
   GUARDIAN_COST_PER_1M_INPUT_USD: z.coerce.number().min(0).default(0),
@@ -99,7 +105,7 @@ export const envSchema = z.object({
       .optional(),
   ),
   GUARDIAN_REDIS_PREFIX: z.string().default('guardian:'),
-  GUARDIAN_REDIS_TIMEOUT_MS: int(50, 1),
+  GUARDIAN_REDIS_TIMEOUT_MS: int(250, 1),
   GUARDIAN_MEMO_TTL: int(604800, 1),
   GUARDIAN_MEMO_LOCK_WAIT_MS: int(30000),
   GUARDIAN_ADMIN_TOKEN: optionalText,

@@ -7,6 +7,7 @@ import type { MemoEntry, UsageRecord } from './memo-store';
 const memoEntrySchema = z.object({
   summary: z.string(),
   mustKeep: z.array(z.string()),
+  anchors: z.array(z.string()).optional(),
   cut: z.number().int().nonnegative(),
   from: z.number().int().nonnegative().optional(),
   prefixHash: z.string(),
@@ -31,6 +32,9 @@ const usageRecordSchema = z.object({
   at: z.string(),
   tools: z.number().int().nonnegative().optional(),
   owner: z.string().optional(),
+  name: z.string().max(256).optional(),
+  turns: z.number().int().nonnegative().optional(),
+  session_source: z.string().optional(),
 });
 
 // A field added to MemoEntry or UsageRecord but not to its schema would be silently dropped on the way

@@ -8,6 +8,8 @@ export interface MemoEntry {
   summary: string;
   /** `## Must Keep` bullets collected so far; carried even when a later summary omits them. */
   mustKeep: string[];
+  /** Identifiers of the evicted messages the kept ones still mentioned when the cut was made (issue 32 item 4). */
+  anchors?: string[];
   /** Number of leading conversation messages this summary covers (the cut). */
   cut: number;
   /** Where this entry's own stretch starts (the previous cut; 0 for the first). */
@@ -52,6 +54,15 @@ export interface UsageRecord {
   tools?: number;
   /** Team mode: the owner hash of the session's developer, so their dashboard and status line see only theirs. */
   owner?: string;
+  /**
+   * The name the session was sent with (its header value or the client's own id, without the owner), so the
+   * dashboard lists what its developer recognises (issue 31). Absent for a derived session and in older records.
+   */
+  name?: string;
+  /** Requests of the session's main conversation answered so far (ADR 0010: probes and helpers are not counted). */
+  turns?: number;
+  /** What named the session: the header it came from, or `derived` (issue 28 item 1). Absent in older records. */
+  session_source?: string;
 }
 
 /** A held lock on one (session, prefix) stretch; release it when the summary is stored or abandoned. */

@@ -1,12 +1,12 @@
 import { chatEvents, chatJson } from './chat-reply';
 import { messagesEvents, messagesJson } from './messages-reply';
 import { overflowAnswer } from './overflow';
-import { promptText } from './prompt-text';
+import { promptText, type PromptText } from './prompt-text';
 import { recallReply } from './recall-answer';
 import type { ReplyPlan } from './reply-plan';
 import { responsesEvents, responsesJson } from './responses-reply';
 import { strictRefusal } from './strict-fields';
-import { isSummaryPrompt, summaryText } from './summary';
+import { fabricatedSummaryText, isSummaryPrompt, summaryText } from './summary';
 import { countPromptText, countTokens } from './token-count';
 import type { GenerationRoute, RecordedRequest, StubAnswerMode, StubFlavor, StubReply } from './types';
 
@@ -26,7 +26,11 @@ export interface GenerationContext {
   reply?: (req: RecordedRequest) => StubReply | undefined;
   /** Answer summary requests with a few characters, as a small model that cannot summarise does. */
   shortSummaries: boolean;
+  /** Answer summary requests with invented transcript lines, as a small model that fabricates does. */
+  fabricatedSummaries: boolean;
   answer: StubAnswerMode;
+  /** Answer a prompt over the window as Ollama does past `num_ctx`: 200, the front cut, the kept count reported. */
+  truncate: boolean;
 }
 
 type Obj = Record<string, unknown>;
@@ -55,10 +59,15 @@ function replyTokens(reply: StubReply): number {
   return n;
 }
 
+function stubSummary(prompt: PromptText, ctx: GenerationContext): string {
+  if (ctx.shortSummaries) return 'Ok.';
+  return ctx.fabricatedSummaries ? fabricatedSummaryText(prompt) : summaryText(prompt);
+}
+
 /**
  * Answers one chat / messages / responses request. Order: a pending `failNext`, then the hard window (a
  * pending `overflowNext`, or promptTokens > window: the completion budget is NOT added, so tests reason
- * about the prompt alone), then the reply (summary requests get the stub summary; others the scripted
+ * about the prompt alone; with `truncate` such a prompt is answered, reporting only the window's worth), then the reply (summary requests get the stub summary; others the scripted
  * `reply`, else the answer mode's: `ok: <n> messages received`, or the recalled fact).
  */
 export function answerGeneration(
@@ -80,13 +89,15 @@ export function answerGeneration(
   const failure = ctx.takeFailure();
   if (failure) return { kind: 'json', ...failure };
   const forced = ctx.takeForcedOverflow();
-  if (forced !== undefined || promptTokens > ctx.window) {
+  const truncated = forced === undefined && ctx.truncate && promptTokens > ctx.window;
+  if (truncated) record.truncated = true;
+  else if (forced !== undefined || promptTokens > ctx.window) {
     const facts = { window: ctx.window, promptTokens, completionTokens: requestedCompletion(body), model };
     return { kind: 'json', ...overflowAnswer(forced ?? ctx.flavor, facts) };
   }
 
   const reply: StubReply = record.isSummary
-    ? { text: ctx.shortSummaries ? 'Ok.' : summaryText(prompt) }
+    ? { text: stubSummary(prompt, ctx) }
     : (ctx.reply?.(record) ??
       (ctx.answer === 'recall'
         ? { text: recallReply(prompt) }
@@ -98,7 +109,7 @@ export function answerGeneration(
     created: Math.floor(Date.now() / 1000),
     text: reply.text ?? '',
     toolCalls: reply.toolCalls ?? [],
-    promptTokens,
+    promptTokens: truncated ? ctx.window : promptTokens,
     completionTokens: replyTokens(reply),
     includeUsage: streamOptions.include_usage === true,
   };

@@ -78,4 +78,17 @@ describe('stub-backend program', () => {
     expect(await runStubCli(['--flavor', 'tgi'], badFlavor)).toEqual({ exitCode: 2 });
     expect(badFlavor.err()).toContain('tgi');
   });
+
+  it('holds each answer back for STUB_LATENCY_MS, a request in flight the deploy checks can stop a sidecar under', async () => {
+    const stub = running(await runStubCli([], io({ STUB_PORT: '0', STUB_LATENCY_MS: '600000' })));
+    started.push(stub);
+    const gone = new AbortController();
+    const answer = fetch(`${stub.url}/v1/models`, { signal: gone.signal }).catch(() => 'aborted');
+    while (stub.requests.length === 0) await new Promise((r) => setTimeout(r, 20));
+    // Received, and still unanswered: ten minutes is far beyond any machine's stall.
+    expect(stub.requests[0]).toMatchObject({ path: '/v1/models' });
+    expect(stub.requests[0]?.answeredAt).toBeUndefined();
+    gone.abort();
+    expect(await answer).toBe('aborted');
+  });
 });

@@ -25,6 +25,7 @@ const optionsSchema = z.object({
   flavor: z.enum(FLAVORS),
   model: z.string().min(1),
   answer: z.enum(ANSWER_MODES),
+  latencyMs: z.coerce.number().int().min(0),
 });
 
 const NAME = 'stub-backend';
@@ -66,6 +67,12 @@ export async function runStubCli(argv: string[], io: StubCliIo): Promise<StubCli
       )
         .choices(ANSWER_MODES)
         .default(io.env.STUB_ANSWER ?? 'ok'),
+    )
+    .addOption(
+      // A slow backend for the deploy checks: a request in flight when its sidecar is stopped (issue 30 item 1).
+      new Option('--latency-ms <ms>', 'wait this long before answering each request').default(
+        io.env.STUB_LATENCY_MS ?? '0',
+      ),
     )
     .helpOption('-h, --help', 'show this help')
     .exitOverride()

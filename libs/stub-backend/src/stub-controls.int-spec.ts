@@ -266,3 +266,25 @@ describe('stub options', () => {
     await expect(fetch(`${stub.url}/health`)).rejects.toThrow();
   });
 });
+
+describe('stub truncate mode', () => {
+  it('answers a prompt over the window with 200, reporting the window, as Ollama past num_ctx does', async () => {
+    const stub = await startStub({ window: 200, truncate: true });
+    try {
+      const long = 'word '.repeat(400);
+      const over = await readJson(await post(`${stub.baseUrl}/chat/completions`, chat(long)));
+      const sent = stub.requests[0]!;
+      expect(sent.promptTokens).toBeGreaterThan(200);
+      expect({ status: sent.status, truncated: sent.truncated, reported: over.usage.prompt_tokens }).toEqual({
+        status: 200,
+        truncated: true,
+        reported: 200,
+      });
+      const fits = await readJson(await post(`${stub.baseUrl}/chat/completions`, chat('short')));
+      expect(stub.requests[1]!.truncated).toBeUndefined();
+      expect(fits.usage.prompt_tokens).toBe(stub.requests[1]!.promptTokens);
+    } finally {
+      await stub.close();
+    }
+  });
+});

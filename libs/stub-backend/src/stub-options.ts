@@ -26,8 +26,10 @@ const optionsSchema = z.object({
   latencyMs: z.number().int().min(0).default(0),
   summaryDelayMs: z.number().int().min(0).default(0),
   shortSummaries: z.boolean().default(false),
+  fabricatedSummaries: z.boolean().default(false),
   maxRecorded: z.number().int().min(0).default(10_000),
   answer: z.enum(ANSWER_MODES).default('ok'),
+  truncate: z.boolean().default(false),
 });
 
 /** Options with every default applied. */
@@ -44,8 +46,10 @@ export interface ResolvedOptions {
   latencyMs: number;
   summaryDelayMs: number;
   shortSummaries: boolean;
+  fabricatedSummaries: boolean;
   maxRecorded: number;
   answer: StubAnswerMode;
+  truncate: boolean;
   reply?: (req: RecordedRequest) => StubReply | undefined;
 }
 

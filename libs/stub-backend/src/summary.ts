@@ -38,3 +38,19 @@ export function summaryText(prompt: PromptText): string {
   const bullets = facts.length > 0 ? facts.map((f) => `- ${f}`) : ['- (none)'];
   return [prose, '## Must Keep', ...bullets].join('\n');
 }
+
+/**
+ * What a model too small to summarise answered guardian's summary prompt with (issue 32 item 7: SmolLM2-135M on
+ * llama.cpp at a 4,096 window): lines shaped like the transcript that match no real turn, under a `## Must Keep`
+ * heading; or, when asked to extend a summary so far, a bare list of turn numbers with no heading at all. Both
+ * carry the invented line `[1] user: Notes for step 7: ...`, which no test conversation holds.
+ */
+export function fabricatedSummaryText(prompt: PromptText): string {
+  const invented = [
+    '[1] user: Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
+    '[2] assistant: Understood. I rolled back the migration and paged the on-call engineer.',
+  ];
+  const extending = allTexts(prompt).some((t) => t.includes('SUMMARY-SO-FAR-'));
+  if (extending) return [...invented, ...Array.from({ length: 8 }, (_, i) => `[${21 + 11 * i}]`)].join('\n');
+  return ['Summary of the earlier conversation:', ...invented, '## Must Keep', '- INVENTED-0007'].join('\n');
+}

@@ -44,6 +44,16 @@ export interface StubOptions {
   summaryDelayMs?: number;
   /** Answer every summary request with "Ok." (under GUARDIAN_MIN_SUMMARY_CHARS), as a model that cannot summarise. */
   shortSummaries?: boolean;
+  /**
+   * Answer every summary request with transcript-shaped lines that match no real turn (issue 32 item 7), as a small
+   * model that fabricates does; see `fabricatedSummaryText`.
+   */
+  fabricatedSummaries?: boolean;
+  /**
+   * Answer a prompt over the window with 200 instead of the overflow refusal, reporting the window as its prompt
+   * tokens: the front of the prompt cut silently, as Ollama does past `num_ctx`. Default false.
+   */
+  truncate?: boolean;
   /** Keep at most this many records, dropping the oldest (benchmarks send millions). Default 10000. */
   maxRecorded?: number;
 }
@@ -70,6 +80,8 @@ export interface RecordedRequest {
   isSummary: boolean;
   /** The stub's own count of the prompt (generation, tokenize and count_tokens routes). */
   promptTokens?: number;
+  /** With `truncate`: the prompt was over the window and was answered as if cut to it. */
+  truncated?: boolean;
   /** HTTP status the stub answered; 0 until the status line is written. */
   status: number;
   /** True when the client went away before the answer completed. */

@@ -10,6 +10,7 @@ export {
   type PrecompactOutcome,
   type RequestOutcome,
   type Route,
+  type UsageSample,
 } from './metrics';
 export { packageVersion } from './package-version';
 export { genAiAttributes, startOtelSdk, withOpenSpan, withSpan } from './tracing';

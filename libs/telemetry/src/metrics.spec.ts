@@ -19,6 +19,7 @@ import {
   ACCESS_REFUSAL_REASONS,
   COMPACTING_ROUTES,
   RECALL_TOOL_LABELS,
+  MAX_MODEL_LABELS,
 } from './metrics';
 
 // Label names a metric may carry, each with the closed set of values it may take. `version` is bounded by
@@ -46,6 +47,8 @@ const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   le: 'code-bounded',
   tool: RECALL_TOOL_LABELS,
   version: 'code-bounded',
+  // GuardianMetrics.modelLabel: the first MAX_MODEL_LABELS names, then `other` (tested below).
+  model: 'code-bounded',
 };
 
 // Every labelled metric and the closed set each of its labels takes on a fresh registry: the series a
@@ -178,6 +181,18 @@ describe('GuardianMetrics', () => {
     expect(text).toContain('guardian_compaction_input_tokens_bucket{le="32768",route="chat"} 1');
     expect(text).toContain('guardian_compaction_output_tokens_sum{route="chat"} 9000');
     expect(text).toContain('guardian_active_sessions 3');
+  });
+
+  it('bounds the model label: the first MAX_MODEL_LABELS names, then other', async () => {
+    const metrics = new GuardianMetrics();
+    for (let i = 0; i < MAX_MODEL_LABELS + 10; i++)
+      metrics.backendTruncations.inc({ model: metrics.modelLabel(`model-${i}`) });
+    metrics.backendTruncations.inc({ model: metrics.modelLabel('model-0') });
+    const series = seriesIn(await metrics.registry.metrics(), 'guardian_backend_truncation_total');
+    expect(series.size).toBe(MAX_MODEL_LABELS + 1);
+    expect(series).toContain('model="other"');
+    expect(await metrics.total(metrics.backendTruncations, { model: 'other' })).toBe(10);
+    expect(await metrics.total(metrics.backendTruncations, { model: 'model-0' })).toBe(2);
   });
 
   it('keeps its own registry: two instances coexist and the global registry stays empty', async () => {

@@ -69,6 +69,28 @@ export const RECALL_TOOL_LABELS = [
 ] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
+/** What `guardian_usage_tokens` counts: the tokens clients sent, what guardian forwarded, and their difference. */
+const USAGE_TOKEN_KINDS = ['sent', 'forwarded', 'kept_out'] as const;
+
+/**
+ * The sidecar's usage over one period, from the compaction log (the console's figures). No owner and no model label:
+ * `/metrics` is open and names no owner (docs/team.md), and model names are the clients'; per developer and model
+ * is `/guardian/usage/summary`, behind the token.
+ */
+export interface UsageSample {
+  /** The console's two periods. */
+  period: '24h' | '7d';
+  sent: number;
+  forwarded: number;
+  kept_out: number;
+  compactions: number;
+}
+
+/**
+ * Distinct `model` label values a metric takes before the rest are counted as `other`: a model name is the
+ * client's to choose (a llama.cpp server answers under any name), and label values must stay bounded (HOUSE rule 10).
+ */
+export const MAX_MODEL_LABELS = 32;
 
 export type Route = (typeof ROUTES)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
@@ -95,12 +117,16 @@ const NAMES = {
   activeSessions: 'guardian_active_sessions',
   pinsCarried: 'guardian_pins_carried',
   compactionsWithPins: 'guardian_compactions_with_pins_total',
+  staleRecalls: 'guardian_stale_recalls_total',
+  staleRecallExcerpts: 'guardian_stale_recall_excerpts_total',
   oversizedSpills: 'guardian_oversized_spills_total',
   summariesReused: 'guardian_summaries_reused_total',
   summariesChunked: 'guardian_summaries_chunked_total',
   // Not `summary_...`: promtool's linter refuses metric names that contain a metric type.
   summaryRetries: 'guardian_summariser_retries_total',
+  summariesRefused: 'guardian_summaries_refused_total',
   overflowRecoveries: 'guardian_overflow_recoveries_total',
+  backendTruncations: 'guardian_backend_truncation_total',
   sessionHeaderIgnored: 'guardian_session_header_ignored_total',
   usageSideRequests: 'guardian_usage_side_requests_total',
   recallToolCalls: 'guardian_recall_tool_calls_total',
@@ -112,6 +138,8 @@ const NAMES = {
   tokensReloads: 'guardian_tokens_reloads_total',
   tokensLoaded: 'guardian_tokens_loaded',
   accessRefusals: 'guardian_access_refusals_total',
+  usageTokens: 'guardian_usage_tokens',
+  usageCompactions: 'guardian_usage_compactions',
   buildInfo: 'guardian_build_info',
 } as const;
 
@@ -222,6 +250,16 @@ export class GuardianMetrics {
     'Compactions that carried pins.',
     [],
   );
+  readonly staleRecalls = this.counter(
+    NAMES.staleRecalls,
+    'Compacted requests that got a stale-recall block (issue 32 item 2).',
+    ['route'],
+  );
+  readonly staleRecallExcerpts = this.counter(
+    NAMES.staleRecallExcerpts,
+    'Verbatim excerpts of evicted messages that stale-recall blocks carried.',
+    ['route'],
+  );
   readonly oversizedSpills = this.counter(
     NAMES.oversizedSpills,
     'Oversized messages spilled to the archive.',
@@ -239,13 +277,25 @@ export class GuardianMetrics {
   );
   readonly summaryRetries = this.counter(
     NAMES.summaryRetries,
-    'Summariser retries after a too-short summary.',
+    'Summariser retries after a too-short or refused summary.',
     [],
+  );
+  readonly summariesRefused = this.counter(
+    NAMES.summariesRefused,
+    'Summariser answers refused as not a summary (no Must Keep section, an invented transcript line, too large), by reason.',
+    ['reason'],
   );
   readonly overflowRecoveries = this.counter(
     NAMES.overflowRecoveries,
     'Upstream overflow rejections retried after compaction, by outcome.',
     ['route', 'outcome'],
+  );
+  private readonly modelLabels = new Set<string>();
+  readonly backendTruncations = this.counter(
+    NAMES.backendTruncations,
+    'Answers whose reported prompt tokens were well under what guardian forwarded: the backend cut the prompt ' +
+      'without saying so (issue 28 item 5); the model label is bounded (MAX_MODEL_LABELS, then "other").',
+    ['model'],
   );
   readonly sessionHeaderIgnored = this.counter(
     NAMES.sessionHeaderIgnored,
@@ -295,6 +345,33 @@ export class GuardianMetrics {
     'Requests refused for their X-Guardian-Token (missing where one is required, or not accepted), by reason.',
     ['reason'],
   );
+  /** Where the usage gauges read from at a scrape (the app's compaction log); unset, they have no series. */
+  private usageSource: (() => Promise<UsageSample[]>) | undefined;
+  /** One read of the log serves both usage gauges of one scrape (prom-client collects them together). */
+  private usageRead: Promise<UsageSample[]> | undefined;
+  readonly usageTokens = new Gauge<'period' | 'kind'>({
+    name: NAMES.usageTokens,
+    help: 'Tokens sent, forwarded and kept out over the last 24h and 7d, from the compaction log (what recall --savings adds up).',
+    labelNames: ['period', 'kind'],
+    registers: [this.registry],
+    collect: async () => {
+      const samples = await this.usageSamples();
+      this.usageTokens.reset();
+      for (const u of samples)
+        for (const kind of USAGE_TOKEN_KINDS) this.usageTokens.set({ period: u.period, kind }, u[kind]);
+    },
+  });
+  readonly usageCompactions = new Gauge<'period'>({
+    name: NAMES.usageCompactions,
+    help: 'Compactions over the last 24h and 7d, from the compaction log (what recall --savings counts).',
+    labelNames: ['period'],
+    registers: [this.registry],
+    collect: async () => {
+      const samples = await this.usageSamples();
+      this.usageCompactions.reset();
+      for (const u of samples) this.usageCompactions.set({ period: u.period }, u.compactions);
+    },
+  });
   readonly buildInfo = this.gauge(NAMES.buildInfo, 'Always 1; the version label names the running build.', [
     'version',
   ]);
@@ -312,6 +389,17 @@ export class GuardianMetrics {
     // Until a verify finds a break the chain is taken as sound; a 0 at boot would page someone for nothing.
     this.sealOk.set(1);
     this.preInitialise();
+  }
+
+  /**
+   * The `model` label value for a model name: the name itself for the first {@link MAX_MODEL_LABELS} distinct names,
+   * `other` for the rest, so a client cycling names cannot grow the registry.
+   */
+  modelLabel(model: string): string {
+    if (this.modelLabels.has(model)) return model;
+    if (this.modelLabels.size >= MAX_MODEL_LABELS || model === 'other') return 'other';
+    this.modelLabels.add(model);
+    return model;
   }
 
   /**
@@ -367,6 +455,18 @@ export class GuardianMetrics {
     for (const tool of RECALL_TOOL_LABELS) this.recallToolCalls.inc({ tool }, 0);
     for (const outcome of TOKEN_RELOAD_OUTCOMES) this.tokensReloads.inc({ outcome }, 0);
     for (const reason of ACCESS_REFUSAL_REASONS) this.accessRefusals.inc({ reason }, 0);
+  }
+
+  /** The app hands in how to read usage once it can (the compaction log lives on the app's volume). */
+  readUsageFrom(source: () => Promise<UsageSample[]>): void {
+    this.usageSource = source;
+  }
+
+  private usageSamples(): Promise<UsageSample[]> {
+    const source = this.usageSource;
+    if (source === undefined) return Promise.resolve([]);
+    this.usageRead ??= source().finally(() => (this.usageRead = undefined));
+    return this.usageRead;
   }
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {

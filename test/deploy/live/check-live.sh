@@ -59,6 +59,7 @@ if [[ " $ONLY " == *" image "* ]]; then
 fi
 if [[ " $ONLY " == *" compose "* ]]; then
   check_compose_vllm
+  check_compose_stop
   check_compose_cpu "docker compose"
   if command -v docker-compose >/dev/null; then check_compose_cpu docker-compose; fi
 fi

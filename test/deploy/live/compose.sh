@@ -135,3 +135,57 @@ check_compose_cpu() {
   cleanup_now
   CG_COMPOSE_CMD="docker compose"
 }
+
+# stream_to FILE URL MODEL: one streamed chat answer through guardian, written to FILE as it arrives (plain Node:
+# the host's, as session.mjs). Its exit code is 0 when the answer came back 200.
+stream_to() {
+  node -e '
+    const [file, url, model] = process.argv.slice(1);
+    const out = require("fs").createWriteStream(file);
+    fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, stream: true, max_tokens: 32, messages: [{ role: "user", content: "hi" }] }),
+    }).then(async (res) => {
+      for await (const chunk of res.body) out.write(chunk);
+      out.end(() => process.exit(res.status === 200 ? 0 : 1));
+    }, (err) => { out.end(String(err)); process.exit(1); });
+  ' "$@"
+}
+
+# issue 30 item 1: `docker compose stop` with an answer in flight. guardian drains (5 s), closes its listener, lets
+# the answer finish within its grace, and exits 0 inside compose's stop_grace_period: the answer is whole. Before,
+# docker's 10 s default killed it (exit 137) with the stream cut.
+check_compose_stop() {
+  section "compose: docker compose stop with an answer in flight"
+  local name="$CG_RUN_ID-stop" port answer="$CG_LOGS/compose-stop-answer.txt" pid rc t0 id code
+  CG_COMPOSE_DIR="$(compose_project "$name")"
+  port="$(free_port)"
+  on_exit "(cd $CG_COMPOSE_DIR && docker compose down -v --remove-orphans); rm -rf $(dirname "$CG_COMPOSE_DIR")"
+  # The vLLM stand-in answers each request 8 s late: past guardian's 5 s drain, so the answer is still in flight
+  # when the listener closes, and well inside the 25 s grace.
+  printf 'services:\n  vllm:\n    environment:\n      STUB_LATENCY_MS: "8000"\n' >"$CG_COMPOSE_DIR/slow-upstream.yml"
+  set_env "$CG_COMPOSE_DIR" COMPOSE_FILE docker-compose.yml:slow-upstream.yml
+  set_env "$CG_COMPOSE_DIR" MODEL cg-live
+  set_env "$CG_COMPOSE_DIR" MAX_MODEL_LEN 4096
+  set_env "$CG_COMPOSE_DIR" VLLM_IMAGE "$STANDIN_VLLM_IMAGE"
+  set_env "$CG_COMPOSE_DIR" VLLM_TAG "$STANDIN_TAG"
+  set_env "$CG_COMPOSE_DIR" GUARDIAN_PUBLISH_PORT "$port"
+  set_env "$CG_COMPOSE_DIR" HF_TOKEN hf_cglive_not_a_real_token
+  compose_up stop || { cleanup_now; return; }
+  # The first answer also detects the window (one more slow request); the one under test then waits only on its own.
+  stream_to "$answer" "http://127.0.0.1:$port" cg-live || { fail "stop: the first streamed answer failed: $(head -c 300 "$answer")"; cleanup_now; return; }
+  stream_to "$answer" "http://127.0.0.1:$port" cg-live & pid=$!
+  # Sent well before the stop; arriving late it would still be taken during the drain.
+  sleep 2
+  t0=$(now_ms)
+  dc stop guardian >"$CG_LOGS/compose-stop.log" 2>&1; rc=$?
+  id="$(dc ps -aq guardian)"; code="$(docker inspect -f '{{.State.ExitCode}}' "$id")"
+  check "stop: docker compose stop guardian exits 0 (after $(secs_since "$t0") s)" test "$rc" -eq 0
+  check "stop: the guardian container exited 0, not killed (exit $code)" test "$code" -eq 0
+  if wait "$pid"; then ok "stop: the answer in flight came back 200"; else fail "stop: the answer in flight failed"; fi
+  check "stop: the answer is whole (data: [DONE], no error event): $(wc -c <"$answer") bytes" \
+    bash -c 'grep -q "data: \[DONE\]" "$1" && ! grep -q "\"error\"" "$1"' _ "$answer"
+  CG_FIGURES+=("compose stop with an answer in flight: $(secs_since "$t0") s")
+  cleanup_now
+}

@@ -25,7 +25,7 @@ function captureIo(
   return {
     stdout: { write: (s: string) => (out += s) },
     stderr: { write: (s: string) => (err += s), isTTY: false },
-    env: { GUARDIAN_DATA_DIR: dataDir, ...env },
+    env: { GUARDIAN_DATA_DIR: dataDir, GUARDIAN_VERIFIED_DIR: join(dataDir, 'verified'), ...env },
     home: '/nonexistent-home',
     now: () => NOW,
     out: () => out,
@@ -102,7 +102,9 @@ describe('context-guardian-recall', () => {
   it('--verify prints OK per run and exits 0; a tampered span prints its break and exits 1', async () => {
     const io = captureIo(dataDir);
     expect(await main(['--verify', '--all'], io)).toBe(0);
-    expect(io.out()).toBe(`${run} OK\n1 run(s) checked: all OK\n`);
+    expect(io.out()).toBe(
+      `${run} OK\nlog cli1 OK (2 entries, first verify: key pinned)\n1 run(s), 1 log(s) checked: all OK\n`,
+    );
     writeFileSync(join(dataDir, 'spans', run, '0001.json'), '{"messages":[]}\n');
     const after = captureIo(dataDir);
     expect(await main(['--verify', '--run', run], after)).toBe(1);

@@ -32,7 +32,7 @@ function program(io: CliIo): Command {
     .option('--session <session>', 'limit to one session (hash, hash prefix or the raw session value)')
     .option('--max <n>', 'most hits to print', '20')
     .option('--json', 'print JSON')
-    .option('--verify', 'check every run: OK, or the first break and its kind')
+    .option('--verify', "check every run and each writer's log: OK, or the first break and its kind")
     .option('--all', 'with --verify: every run (the default)')
     .option('--heads', "print each run's chain head")
     .option('--seal-existing', 'seal runs written before sealing existed (lines marked backfilled)')

@@ -51,6 +51,8 @@ export function parseUsage(body: unknown): Usage {
     used_after_compaction: used,
     pct,
     count_source: o.count_source,
+    // An older sidecar sends no session_source: the line does not need it.
+    session_source: typeof o.session_source === 'string' ? o.session_source : null,
     model: typeof o.model === 'string' ? o.model : null,
     last_compaction_at: typeof o.last_compaction_at === 'string' ? o.last_compaction_at : null,
   };

@@ -112,6 +112,11 @@ export class TokenRegistry {
       : { kind: 'developer', owner, ownerHash: ownerHash(owner) };
   }
 
+  /** The owners the tokens file in use names, once each (the console shows names where the log keeps hashes). */
+  ownerNames(): string[] {
+    return [...new Set(this.set.owners.values())];
+  }
+
   /** Waits for a reload in progress (tests, shutdown). */
   settled(): Promise<void> {
     return this.reloading;

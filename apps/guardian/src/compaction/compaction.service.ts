@@ -69,6 +69,20 @@ export class CompactionService {
     };
   }
 
+  /**
+   * The request read and measured, not decided: what a token-count endpoint answers from (issue 28 item 4).
+   * Undefined when guardian cannot read it; never throws (the caller then passes the upstream's answer on).
+   */
+  async measure(input: PrepareInput): Promise<RequestContext | undefined> {
+    try {
+      const read = await this.requests.read(input);
+      return read.kind === 'measured' ? read.ctx : undefined;
+    } catch (err) {
+      this.failOpen.report('internal', 'prepare_exception', { route: input.route, reqId: input.reqId, err });
+      return undefined;
+    }
+  }
+
   /** Follows the answer the upstream gave to `request`. */
   follow(request: PreparedRequest, timing: ExchangeTiming): Exchange {
     return this.answers.create(request, timing);

@@ -42,6 +42,8 @@ export interface ResolvedSession {
   source?: SessionSource;
   /** Set when a header was sent but ignored; answered as an X-Guardian-Warning. */
   ignored?: { reason: IgnoredReason; warning: string };
+  /** The header value the session was sent with (without the owner): the name the dashboard shows. */
+  name?: string;
 }
 
 /** How a count was had: `tokenize+estimate` is the upstream's exact count of the messages plus the estimated tools. */
@@ -119,8 +121,12 @@ export interface NewestCut {
 /** What the bookkeeping of one answer needs to know about its request, however the request was decided. */
 export interface AnswerFacts {
   sessionHash: string;
+  /** The name the session was sent with, for its usage record (the dashboard's sessions view). */
+  sessionName?: string;
   /** Team mode: the owner hash of the token that sent the request. */
   ownerHash?: string;
+  /** What named the session (the header it came from, or `derived`): shown in the usage and the stats. */
+  sessionSource?: SessionSource;
   model: string;
   route: OwnedRoute;
   window: number;

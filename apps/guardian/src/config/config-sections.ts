@@ -10,13 +10,19 @@ export interface CompactionSection {
   window: number | undefined;
   threshold: number;
   reserveOutput: number;
-  keepRecent: { fraction: number; messages: number | undefined };
+  keepRecent: { fraction: number; messages: number | undefined; headroomTurns: number };
   charsPerToken: number;
   countTools: boolean;
   calibrate: boolean;
   tokenizeTimeoutMs: number;
   pinMaxChars: number;
   ledgerMaxChars: number;
+  /** GUARDIAN_RECALL_MAX_CHARS: the stale-recall block's cap (0: off). */
+  recallMaxChars: number;
+  /** GUARDIAN_ANCHOR_MAX_CHARS: the carried identifiers' cap (0: off). */
+  anchorMaxChars: number;
+  /** GUARDIAN_HANDOFF: a hand-off file is written beside the session's run at each compaction. */
+  handoff: boolean;
   dryRun: boolean;
   /** Sessions (and their calibration, runs, capture journals) kept in memory. */
   maxSessions: number;
@@ -49,6 +55,8 @@ export interface ArchiveSection {
   capture: 'off' | 'journal';
   /** Each writer's transparency log (issue 29): GUARDIAN_LOG_ORIGIN, GUARDIAN_LOG_KEY_FILE. */
   log: { originPrefix: string | undefined; keyFile: string | undefined };
+  /** GUARDIAN_COST_PER_1M_INPUT_USD: the price the console shows the kept-out tokens at (0 leaves money out). */
+  costPer1MInputUsd: number;
 }
 
 /** The providers' compaction protocols (issue 27, docs/native-compaction.md). */
@@ -107,6 +115,7 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       keepRecent: {
         fraction: env.GUARDIAN_KEEP_RECENT_FRACTION,
         messages: env.GUARDIAN_KEEP_RECENT_MESSAGES,
+        headroomTurns: env.GUARDIAN_CUT_HEADROOM_TURNS,
       },
       charsPerToken: env.GUARDIAN_CHARS_PER_TOKEN,
       countTools: env.GUARDIAN_COUNT_TOOLS,
@@ -114,6 +123,9 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       tokenizeTimeoutMs: env.GUARDIAN_TOKENIZE_TIMEOUT_MS,
       pinMaxChars: env.GUARDIAN_PIN_MAX_CHARS,
       ledgerMaxChars: env.GUARDIAN_LEDGER_MAX_CHARS,
+      recallMaxChars: env.GUARDIAN_RECALL_MAX_CHARS,
+      anchorMaxChars: env.GUARDIAN_ANCHOR_MAX_CHARS,
+      handoff: env.GUARDIAN_HANDOFF,
       dryRun: env.GUARDIAN_DRY_RUN,
       maxSessions: env.GUARDIAN_MAX_SESSIONS,
     },
@@ -140,6 +152,7 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       keepSpans: env.GUARDIAN_KEEP_SPANS,
       capture: env.GUARDIAN_CAPTURE,
       log: { originPrefix: env.GUARDIAN_LOG_ORIGIN, keyFile: env.GUARDIAN_LOG_KEY_FILE },
+      costPer1MInputUsd: env.GUARDIAN_COST_PER_1M_INPUT_USD,
     },
     proxy: {
       host: env.GUARDIAN_HOST,

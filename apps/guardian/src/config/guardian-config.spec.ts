@@ -25,11 +25,14 @@ describe('GuardianConfig', () => {
       GUARDIAN_SUMMARY_MEMO: true,
       GUARDIAN_PIN_MAX_CHARS: 1600,
       GUARDIAN_LEDGER_MAX_CHARS: 1200,
+      GUARDIAN_RECALL_MAX_CHARS: 1200,
+      GUARDIAN_ANCHOR_MAX_CHARS: 800,
+      GUARDIAN_HANDOFF: true,
       GUARDIAN_DRY_RUN: false,
       GUARDIAN_CAPTURE: 'off',
       GUARDIAN_MAX_SESSIONS: 1024,
       GUARDIAN_REDIS_PREFIX: 'guardian:',
-      GUARDIAN_REDIS_TIMEOUT_MS: 50,
+      GUARDIAN_REDIS_TIMEOUT_MS: 250,
       GUARDIAN_MEMO_TTL: 604800,
       GUARDIAN_MEMO_LOCK_WAIT_MS: 30000,
       GUARDIAN_LOG_LEVEL: 'info',
@@ -110,6 +113,7 @@ describe('GuardianConfig sections', () => {
       GUARDIAN_KEEP_RECENT_MESSAGES: '6',
       GUARDIAN_SUMMARY_TIMEOUT_MS: '1234',
       GUARDIAN_SUMMARY_MEMO: 'off',
+      GUARDIAN_COST_PER_1M_INPUT_USD: '2.5',
       GUARDIAN_REDIS_URL: 'redis://memo:6379',
       GUARDIAN_CAPTURE: 'journal',
       GUARDIAN_SESSION_HEADER_REQUIRED: '1',
@@ -134,6 +138,7 @@ describe('GuardianConfig sections', () => {
       keepSpans: 500,
       capture: 'journal',
       log: { keyFile: undefined, originPrefix: undefined },
+      costPer1MInputUsd: 2.5,
     });
     expect(c.proxy).toMatchObject({ port: 8786, maxBodyBytes: 67108864, sessionHeaderRequired: true });
     expect(c.access).toEqual({ adminToken: 'adm', tokensFile: undefined, tokenRequired: false });

@@ -105,6 +105,7 @@ export class GuardianController {
       used_after_compaction: record.used_after_compaction,
       pct: record.pct,
       count_source: record.count_source,
+      session_source: record.session_source ?? null,
       model: record.model,
       last_compaction_at: record.last_compaction_at,
     };

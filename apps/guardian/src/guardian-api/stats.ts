@@ -77,6 +77,7 @@ export async function buildStats(args: {
     fail_open: Object.fromEntries(failOpen),
     archive_deferred: await total(metrics.archiveDeferred),
     overflow_recovered: await total(metrics.overflowRecoveries, { outcome: 'ok' }),
+    backend_truncations: await total(metrics.backendTruncations),
     tokens_kept_out: state.tokensKeptOut,
     // Requests whose size alone proved they fit: forwarded unchanged without being parsed (ADR 0013).
     passthrough_by_size: state.passthroughBySize,
@@ -92,12 +93,14 @@ export async function buildStats(args: {
     seal_checked_at: state.sealCheckedAt,
     sessions: args.sessions.map((s): StatsSession => ({
       session: s.session.slice(0, 8),
+      name: s.name ?? null,
       // The model name is the client's to choose; the stats body stays small whatever it sent.
       model: s.model.length > 256 ? `${s.model.slice(0, 256)}…` : s.model,
       window: s.window,
       used: s.used_after_compaction,
       pct: s.pct,
       count_source: s.count_source,
+      session_source: s.session_source ?? null,
       at: s.at,
     })),
   };

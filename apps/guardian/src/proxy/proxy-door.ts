@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 
 import { Injectable } from '@nestjs/common';
+
 import type { UpstreamResponse } from '@guardian/upstream';
 
 import { AccessPolicy } from '../access/access-policy';
@@ -12,6 +13,7 @@ import type { PrepareInput } from '../compaction/handoff';
 import { editAnswer } from '../compaction/native/answer-edit';
 import { NativeCompaction } from '../compaction/native/native-compaction';
 import { readClientSession, readSessionHeader, sessionRequiredMessage } from '../compaction/request/session';
+import { countRoute, TokenCounts } from './count-tokens';
 import { sendError, type ProxiedRequest } from './proxy-front';
 import { ProxyReporter } from './proxy-reporter';
 
@@ -38,6 +40,7 @@ export class ProxyDoor {
     private readonly config: GuardianConfig,
     private readonly access: AccessPolicy,
     private readonly native: NativeCompaction,
+    private readonly counts: TokenCounts,
     private readonly reporter: ProxyReporter,
   ) {}
 
@@ -68,13 +71,21 @@ export class ProxyDoor {
 
   /**
    * The body compaction goes on with: the client's, or the native protocol's rewrite of it (a compaction item
-   * expanded into guardian's block). Undefined when the request was answered or refused here.
+   * expanded into guardian's block). Undefined when the request was answered or refused here: a token count
+   * (`asIs` sends it upstream unchanged; guardian answers when the upstream has no such endpoint, issue 28 item 4)
+   * or a compaction the protocol asked for.
    */
   async protocols(
     p: ProxiedRequest,
     route: OwnedRoute | undefined,
     inputFor: (body: Buffer, route: OwnedRoute) => PrepareInput,
+    asIs: () => Promise<UpstreamResponse>,
   ): Promise<Passed | undefined> {
+    const counting = route || !p.body ? undefined : countRoute(p.req.method ?? 'GET', p.url);
+    if (counting && p.body) {
+      await this.counts.serve(p, counting, inputFor(p.body, counting.as), asIs);
+      return undefined;
+    }
     const native = await this.native.intercept(p.req.method ?? 'GET', p.url, p.body, inputFor);
     if (!native) return { body: p.body };
     if (native.kind === 'forward') {

@@ -14,7 +14,7 @@ import { GuardianConfig } from '../config/guardian-config';
 import { ownedRoute, type OwnedRoute } from '../formats/owned-route';
 import { CompactionService } from '../compaction/compaction.service';
 import type { Exchange } from '../compaction/answer/exchange';
-import type { PrepareInput, PreparedRequest } from '../compaction/handoff';
+import type { PrepareInput } from '../compaction/handoff';
 import { withRequestTiming, type RequestTiming } from '../observability/request-timing';
 import { ClientGone } from './client-gone';
 import { KeepAlive } from './keep-alive';
@@ -88,24 +88,32 @@ export class ProxyService implements ProxyHandler {
         },
         gone,
       );
-    const passed = await this.door.protocols(p, route, inputFor);
+    const asIs = (): Promise<UpstreamResponse> =>
+      this.upstream.request({ method: 'POST', path, headers, body: p.body, signal: gone });
+    const passed = await this.door.protocols(p, route, inputFor, asIs);
     if (!passed) return;
     const clientBody = passed.body;
+    const input = route && clientBody ? inputFor(clientBody, route) : undefined;
     // Guardian's own waits send a streamed client keep-alive frames (issue 28 item 2); what goes upstream is the same.
     const warning: Record<string, string> =
       sessionHeader.kind === 'ignored' ? { 'x-guardian-warning': sessionHeader.warning } : {};
-    const alive =
-      route && clientBody ? new KeepAlive(p, route, this.config.proxy.keepAliveMs, warning) : undefined;
-    alive?.start();
-    const prepared =
-      route && clientBody ? await this.prepare(inputFor(clientBody, route), started) : undefined;
+    const alive = input && new KeepAlive(p, input.route, this.config.proxy.keepAliveMs, warning);
+    // A request whose size alone proves it fits is decided without parsing or waiting (ADR 0013).
+    let request = input && this.compaction.fastPath(input);
+    const own: RequestTiming = { upstreamWaitMs: 0 };
+    if (input && !request) {
+      // Counted from here: a request the fast path decides has no wait of guardian's to cover.
+      alive?.start();
+      // The full path: guardian's own calls to the upstream (window, /tokenize, summaries) are timed apart.
+      request = await withRequestTiming(own, () => this.compaction.prepare(input));
+    }
+    const sentAt = performance.now();
+    const timing = { sentAt, overheadMs: request ? sentAt - started - own.upstreamWaitMs : 0 };
     const send = (body: Buffer | undefined): Promise<UpstreamResponse> => {
       alive?.handOver();
       return this.upstream.request({ method: req.method ?? 'GET', path, headers, body, signal: gone });
     };
 
-    let request = prepared?.request;
-    const timing = { sentAt: performance.now(), overheadMs: prepared?.overheadMs ?? 0 };
     let upstream: UpstreamResponse;
     try {
       upstream = await send(request ? request.body : clientBody);
@@ -122,22 +130,6 @@ export class ProxyService implements ProxyHandler {
     // A native protocol's report on what it did for the backend goes into the answer (docs/native-compaction.md).
     if (passed.answer) upstream = passed.answer(upstream);
     this.relay(p, upstream, request && this.compaction.follow(request, timing), alive);
-  }
-
-  /**
-   * Compaction's answer for an owned request, and guardian's own time before it went on: a request whose size alone
-   * proves it fits is decided without parsing or waiting (ADR 0013); on the full path, guardian's own calls to the
-   * upstream (window, /tokenize, summaries) are timed apart.
-   */
-  private async prepare(
-    input: EdgeInput,
-    started: number,
-  ): Promise<{ request: PreparedRequest; overheadMs: number }> {
-    const fast = this.compaction.fastPath(input);
-    if (fast) return { request: fast, overheadMs: performance.now() - started };
-    const timing: RequestTiming = { upstreamWaitMs: 0 };
-    const request = await withRequestTiming(timing, () => this.compaction.prepare(input));
-    return { request, overheadMs: performance.now() - started - timing.upstreamWaitMs };
   }
 
   /**

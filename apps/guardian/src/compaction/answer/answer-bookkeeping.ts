@@ -5,19 +5,20 @@ import { RECALL_TOOL_NAMES } from '@guardian/compaction';
 import type { ObservedAnswer } from '../../formats/format-adapter';
 import { SpanRecorder } from '../decide/span-recorder';
 import type { AnswerFacts, Decision } from '../handoff';
-import { RequestCounter } from '../request/request-counter';
 import { AnswerReporter } from './answer-reporter';
 import { CaptureService } from './capture.service';
 import { UsageRecorder } from './usage-recorder';
+import { UsageSample } from './usage-sample';
 
 /**
- * What follows an answered request, behind it: the calibration sample, recall tool calls for the receipts, the
+ * What follows an answered request, behind it: the calibration sample (or a truncation the backend did not report:
+ * UsageSample), recall tool calls for the receipts, the
  * capture journal, and the session's usage (UsageRecorder). Nothing here can fail the request.
  */
 @Injectable()
 export class AnswerBookkeeping {
   constructor(
-    private readonly counter: RequestCounter,
+    private readonly sample: UsageSample,
     private readonly recorder: SpanRecorder,
     private readonly capture: CaptureService,
     private readonly usage: UsageRecorder,
@@ -25,8 +26,7 @@ export class AnswerBookkeeping {
   ) {}
 
   async record(facts: AnswerFacts, d: Decision, observed: ObservedAnswer): Promise<void> {
-    if (observed.promptTokens !== undefined && d.rawForwarded > 0)
-      this.counter.observe(facts.model, observed.promptTokens, d.rawForwarded);
+    this.sample.take(facts, d, observed.promptTokens);
     for (const name of observed.toolNames) {
       if (!RECALL_TOOL_NAMES.has(name)) continue;
       this.reporter.recallToolCall(name);

@@ -12,6 +12,7 @@ import { FailOpen } from '../../observability/fail-open';
 import { GuardianLogger } from '../../observability/guardian-logger';
 import { GuardianState } from '../../state/guardian-state';
 import type { OwnedRoute } from '../../formats/owned-route';
+import type { AnswerFacts } from '../handoff';
 
 /**
  * What the answer stage reports: each answered request (its outcome, time to first byte, duration and guardian's
@@ -40,6 +41,31 @@ export class AnswerReporter {
     this.metrics.upstreamDuration.observe({ route }, timing.seconds);
     this.metrics.overhead.observe({ route }, timing.overheadSeconds);
     this.state.setUpstreamStatus(outcome === 'upstream_error' ? 'down' : 'ok');
+  }
+
+  /**
+   * The backend answered with a prompt count well under what was forwarded (UsageSample): counted per model, and an
+   * event naming both counts and the window now believed.
+   */
+  backendTruncation(facts: AnswerFacts, counts: { reported: number; forwarded: number }): void {
+    this.metrics.backendTruncations.inc({ model: this.metrics.modelLabel(facts.model) });
+    this.state.emit({
+      kind: 'backend_truncation',
+      route: facts.route,
+      model: facts.model,
+      session: facts.sessionHash.slice(0, 8),
+      owner_hash: facts.ownerHash ?? null,
+      reported_tokens: counts.reported,
+      forwarded_tokens: counts.forwarded,
+      learned_window: counts.reported,
+    });
+    logOnce(
+      this.logger,
+      `backend_truncation:${this.metrics.modelLabel(facts.model)}`,
+      { route: facts.route, model: facts.model, reported: counts.reported, forwarded: counts.forwarded },
+      'the backend reported far fewer prompt tokens than were forwarded: it truncated the prompt without saying so; ' +
+        'its window is taken to be the reported count and later requests are compacted to fit (logged once per model)',
+    );
   }
 
   recallToolCall(tool: string): void {

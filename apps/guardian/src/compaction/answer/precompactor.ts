@@ -1,6 +1,7 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
 import { chooseCut, type PlanInput } from '@guardian/compaction';
+import { MemoStore } from '@guardian/memo';
 import type { PrecompactOutcome } from '@guardian/telemetry';
 
 import { GuardianConfig } from '../../config/guardian-config';
@@ -12,13 +13,17 @@ import { PrecompactJobs, type PrecompactJob } from '../decide/precompact-jobs';
 import { StretchService } from '../decide/stretch-service';
 import { AnswerReporter } from './answer-reporter';
 
+/** The memo lock a session's background job holds: a word, never a prefix hash, so never a stretch's lock. */
+const PRECOMPACT_LOCK = 'precompact';
+
 /**
  * Background pre-compaction (issue 14, ADR 0009): when a session's forwarded request passes
  * GUARDIAN_PRECOMPACT_THRESHOLD of its budget, after the answer has gone back, the stretch the next cut will evict is
  * summarised and memoized (in Redis when configured), so the turn that crosses the budget is a memo hit and no client
  * waits on the summariser. The cut comes from the same planner the foreground uses; the foreground takes it by
  * reusing the memo (the earliest memoized cut that fits), and a history that changed simply does not match it.
- * One job per session, GUARDIAN_PRECOMPACT_CONCURRENCY in all; a failure changes nothing for any client.
+ * One job per session, across replicas (a lock in the memo), GUARDIAN_PRECOMPACT_CONCURRENCY in all per process; a
+ * failure changes nothing for any client.
  */
 @Injectable()
 export class Precompactor implements OnModuleDestroy {
@@ -29,6 +34,7 @@ export class Precompactor implements OnModuleDestroy {
     private readonly stretches: StretchService,
     private readonly jobs: PrecompactJobs,
     private readonly reporter: AnswerReporter,
+    private readonly memo: MemoStore,
   ) {}
 
   /** Called once a client's answer has ended well: starts a background summary when the request was big enough. */
@@ -76,6 +82,23 @@ export class Precompactor implements OnModuleDestroy {
       input: { ...ctx.input, signal: job.abort.signal },
       reason: 'budget',
     };
+    // One job per session across replicas too: with turns alternating between pods, the next turn reached the other
+    // replica while this one's summary was under way, and it summarised a stretch of its own (issue 30 item 7). The
+    // lock outlives a summary that times out; a job still running past it costs a duplicate call, never an answer.
+    const lock = await this.memo.lock(bg.session.hash, PRECOMPACT_LOCK, this.config.summariser.timeoutMs * 2);
+    if (!lock) return 'busy';
+    try {
+      return await this.runLocked(bg, job, forwardedTokens);
+    } finally {
+      await lock.release();
+    }
+  }
+
+  private async runLocked(
+    bg: RequestContext,
+    job: PrecompactJob,
+    forwardedTokens: number,
+  ): Promise<PrecompactOutcome> {
     const hashes = conversationPrefixHashes(bg.conv);
     const entries = await this.stretches.lookup(bg, hashes);
     const latest = entries.at(-1);

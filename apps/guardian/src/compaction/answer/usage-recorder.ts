@@ -37,6 +37,7 @@ export class UsageRecorder {
     await this.memo.putUsage({
       session: facts.sessionHash,
       ...(facts.ownerHash === undefined ? {} : { owner: facts.ownerHash }),
+      ...(facts.sessionSource === undefined ? {} : { session_source: facts.sessionSource }),
       window: facts.window,
       used_after_compaction: used,
       pct: Math.round((used / facts.window) * 1000) / 10,
@@ -45,6 +46,8 @@ export class UsageRecorder {
       last_compaction_at: d.compactedAt ?? previous?.last_compaction_at ?? null,
       at: now.toISOString(),
       tools: candidate.tools,
+      ...(facts.sessionName === undefined ? {} : { name: facts.sessionName }),
+      turns: (previous?.turns ?? 0) + 1,
     });
   }
 }

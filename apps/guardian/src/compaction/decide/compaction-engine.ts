@@ -29,6 +29,7 @@ import type { Decision, NewestCut, RequestContext } from '../handoff';
 import { DecisionReporter } from './decision-reporter';
 import { conversationPrefixHashes, requestBytes } from '../request/conversation-reader';
 import { PrecompactJobs } from './precompact-jobs';
+import { addStaleRecall, type RecallFacts } from './stale-recall';
 import { StretchArchiver } from './stretch-archiver';
 import { pendingStart, StretchService, type StretchResult } from './stretch-service';
 
@@ -59,7 +60,8 @@ export class CompactionEngine {
     if (count.tokens <= budget.budget) return unchanged;
 
     const hashes = conversationPrefixHashes(conv);
-    const planned = requestPlanInput(ctx, this.config.compaction, await this.stretches.lookup(ctx, hashes));
+    const entries = await this.stretches.lookup(ctx, hashes);
+    const planned = requestPlanInput(ctx, this.config.compaction, entries);
     const { block, memo } = planned;
     const plan = planCompaction(planned.input);
     if (plan.action === 'fits') return unchanged;
@@ -96,7 +98,8 @@ export class CompactionEngine {
     if (!chosen) return unchanged; // nothing could help without growing the request: forward it as sent
     // A stretch whose summary did not pay for itself stays archived and memoized; this request goes without it.
     if (chosen.cut === 0) stretch = undefined;
-    const { body, tokens, spilled, newestCut } = await this.render(ctx, chosen, block.pinsBy);
+    const known = stretch ? [...entries, stretch.entry] : entries;
+    const { body, tokens, spilled, newestCut, recall } = await this.render(ctx, chosen, block.pinsBy, known);
     // The plan's rooms hold every pointer, so this is only a guard: never forward more than the client sent.
     if ((!stretch && spilled === 0) || tokens >= count.tokens) return unchanged;
     const decision: Decision = {
@@ -108,7 +111,7 @@ export class CompactionEngine {
       compactedAt: new Date().toISOString(),
     };
     if (newestCut) decision.newestCut = newestCut;
-    this.reporter.forwarded(ctx, decision, { stretch, pins: chosen.pins.length, spilled });
+    this.reporter.forwarded(ctx, decision, { stretch, pins: chosen.pins.length, spilled, recall });
     return decision;
   }
 
@@ -117,7 +120,8 @@ export class CompactionEngine {
     ctx: RequestContext,
     plan: RebuildPlan,
     pinsBy: readonly (readonly string[])[],
-  ): Promise<{ body: Buffer; tokens: number; spilled: number; newestCut?: NewestCut }> {
+    entries: readonly MemoEntry[],
+  ): Promise<{ body: Buffer; tokens: number; spilled: number; newestCut?: NewestCut; recall?: RecallFacts }> {
     const { conv, count } = ctx;
     const replaceText = new Map<number, string>();
     let newestCut: NewestCut | undefined;
@@ -143,6 +147,14 @@ export class CompactionEngine {
         if (ref) newestCut.ref = ref.ref;
       }
     }
+    const spilled = replaceText.size;
+    const recall = addStaleRecall({
+      ctx,
+      plan,
+      replaceText,
+      entries,
+      maxChars: this.config.compaction.recallMaxChars,
+    });
     const json = ctx.adapter.rebuild(conv, { keep: plan.keep, summaryBlock: plan.block, replaceText });
     const tokens = rebuiltTokens(
       { messages: conv.messages, fixedChars: conv.fixedChars, counter: count.counter },
@@ -152,8 +164,9 @@ export class CompactionEngine {
     return {
       body: requestBytes(json, conv, ctx.adapter.itemsKey),
       tokens,
-      spilled: replaceText.size,
+      spilled,
       newestCut,
+      recall,
     };
   }
 }
@@ -187,6 +200,7 @@ export function requestPlanInput(
     pinMaxChars,
     pinsBy: pinMaxChars > 0 ? pinsByMessage(conv.messages) : [],
     ledgerMaxChars: compaction.ledgerMaxChars,
+    anchorMaxChars: compaction.anchorMaxChars,
   };
   const base: Omit<PlanInput, 'memo'> = {
     messages: conv.messages,
@@ -196,6 +210,7 @@ export function requestPlanInput(
     keep: compaction.keepRecent,
     requestTokens: count.tokens,
     allowed: allowedCuts(conv.messages),
+    pinsBy: block.pinsBy,
   };
   const chosen = chooseMemo(
     base,
@@ -226,5 +241,6 @@ export function blockSource(entry: MemoEntry): BlockSource {
     spanTotal: entry.spanTotal,
     deferred: pendingStart(entry) !== undefined,
     mustKeep: entry.mustKeep,
+    anchors: entry.anchors,
   };
 }

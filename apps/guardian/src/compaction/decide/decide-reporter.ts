@@ -6,6 +6,7 @@ import { FailOpen } from '../../observability/fail-open';
 import { GuardianLogger } from '../../observability/guardian-logger';
 import { GuardianState } from '../../state/guardian-state';
 import type { Decision, RequestContext } from '../handoff';
+import type { SummaryRefusal } from './summary-check';
 
 /** A span write that failed, by the reason the deferred-archive counter is labelled with. */
 export type ArchiveFailure = 'no_space' | 'read_only' | 'permission' | 'other';
@@ -16,6 +17,8 @@ export interface DecidedFacts {
   stretch?: { calls: number; deferred: boolean };
   pins: number;
   spilled: number;
+  /** What the stale-recall block carried (issue 32 item 2). */
+  recall?: { excerpts: number; chars: number; names: number };
 }
 
 /**
@@ -66,6 +69,12 @@ export class DecideReporter {
       { code, route: ctx.conv.route, reqId: ctx.input.reqId },
       'summariser failed; a checkpoint without a model summary stands in for the stretch (logged once per reason)',
     );
+  }
+
+  /** The summariser's answer was not a summary (summary-check.ts): counted by reason and evented (issue 32 item 7). */
+  summaryRefused(call: { route: Route; model: string }, reason: SummaryRefusal): void {
+    this.metrics.summariesRefused.inc({ reason });
+    this.state.emit({ kind: 'summary_refused', route: call.route, model: call.model, reason });
   }
 
   summaryRetry(): void {
@@ -121,7 +130,7 @@ export class DecideReporter {
 
   /** An archive write behind the request (a commit, a log line, a receipt) failed: the request is not affected. */
   archiveBehindFailed(
-    reason: 'commit_failed' | 'log_write' | 'receipt_write',
+    reason: 'commit_failed' | 'log_write' | 'receipt_write' | 'handoff_write',
     where: { route: string; model?: string },
     err: unknown,
   ): void {
@@ -191,6 +200,19 @@ export class DecideReporter {
         omitted_tokens: cut.omittedTokens,
         span: cut.ref ?? null,
       });
+    const recall = f.recall;
+    if (recall) {
+      metrics.staleRecalls.inc({ route });
+      metrics.staleRecallExcerpts.inc({ route }, recall.excerpts);
+      // Counts only: the names and excerpts are message text, which events never carry.
+      state.emit({
+        kind: 'stale_recall',
+        ...said,
+        excerpts: recall.excerpts,
+        chars: recall.chars,
+        names: recall.names,
+      });
+    }
     if (!stretch) return;
     metrics.compactions.inc({ route, reason: ctx.reason ?? 'budget' });
     metrics.tokensBefore.observe({ route }, d.tokensBefore);

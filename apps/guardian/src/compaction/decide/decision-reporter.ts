@@ -4,7 +4,9 @@ import { evictedIndexes } from '@guardian/compaction';
 
 import type { Decision, RequestContext } from '../handoff';
 import { DecideReporter } from './decide-reporter';
+import { HandoffWriter } from './handoff-writer';
 import { SpanRecorder } from './span-recorder';
+import type { RecallFacts } from './stale-recall';
 import type { StretchResult } from './stretch-service';
 
 /** What one decided request did, for the metrics, the live events and the compaction log line. */
@@ -12,6 +14,8 @@ export interface DecisionFacts {
   stretch?: StretchResult;
   pins: number;
   spilled: number;
+  /** The stale-recall block added after the newest message (issue 32 item 2). */
+  recall?: RecallFacts;
 }
 
 /**
@@ -23,6 +27,7 @@ export class DecisionReporter {
   constructor(
     private readonly reporter: DecideReporter,
     private readonly recorder: SpanRecorder,
+    private readonly handoffs: HandoffWriter,
   ) {}
 
   /**
@@ -44,6 +49,10 @@ export class DecisionReporter {
   private report(ctx: RequestContext, d: Decision, f: DecisionFacts): void {
     this.reporter.decided(ctx, d, f);
     this.log(ctx, d, f, false);
+    const s = f.stretch;
+    // The run of the session's newest span: the hand-off files go beside its spans (issue 32 item 5).
+    if (s)
+      this.handoffs.record(ctx, s.run ?? runOf(s.entry.span ?? s.entry.spans.at(-1)), d.compactedAt ?? '');
   }
 
   /** How long a compacted client request waited for its summary (the summary-wait histogram, issue 14). */
@@ -92,4 +101,10 @@ export class DecisionReporter {
       d.tokensAfter,
     );
   }
+}
+
+/** The run of a span ref `<run>/<NNNN>.json`. */
+function runOf(ref: string | undefined): string | null {
+  const run = ref?.split('/')[0];
+  return run ? run : null;
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 
 import {
+  carriedAnchors,
   checkpointSummary,
   evictedIndexes,
   maxSummaryTokens,
@@ -101,15 +102,8 @@ export class StretchService {
    * rule 3). The first reuse of a summary made ahead of need counts it as used (issue 14).
    */
   async reuse(ctx: RequestContext, given: MemoEntry): Promise<StretchResult> {
-    let entry = given;
-    if (entry.precomputed) {
-      entry = { ...entry };
-      delete entry.precomputed;
-      this.reporter.precompactUsed();
-      await this.memo.put(ctx.session.hash, entry);
-    }
-    const pending = pendingStart(entry);
-    const reused: StretchResult = {
+    this.reporter.summaryReused();
+    const reused = (entry: MemoEntry): StretchResult => ({
       entry,
       calls: 0,
       chunked: false,
@@ -117,25 +111,50 @@ export class StretchService {
       run: null,
       span: null,
       waited: false,
-    };
-    this.reporter.summaryReused();
-    if (pending === undefined) return reused;
-    const archived = await this.archiver.stretch(ctx, evictedIndexes(ctx.conv.messages, pending, entry.cut), {
-      kind: pending > 0 ? 'continuation' : 'compaction',
-      summary: entry.summary,
-      continues: entry.spans.at(-1),
-      from: pending,
     });
-    if (!archived.span) return { ...reused, deferred: true };
-    const updated = withSpans({ ...entry, span: archived.span }, entry, archived.refs);
-    delete updated.pendingFrom;
-    await this.memo.put(ctx.session.hash, updated);
-    return {
-      ...reused,
-      entry: updated,
-      run: archived.written?.run ?? null,
-      span: archived.written?.span ?? null,
-    };
+    if (!given.precomputed && pendingStart(given) === undefined) return reused(given);
+    // One request folds a stretch into its span: a copy of the same turn, here or on another replica, waits for it
+    // and takes the entry it stored (issue 30 item 7: each copy archived the stretch). The lock is not the stretch's
+    // own, which a summariser holds until its summary is stored.
+    const session = ctx.session.hash;
+    const key = `archive:${given.prefixHash}`;
+    const lock = await this.memo.lock(session, key, this.config.memo.lockWaitMs + 10_000);
+    try {
+      if (!lock) await this.memo.waitFor(session, key, this.config.memo.lockWaitMs);
+      const stored = await this.memo.get(session, given.prefixHash);
+      let entry = stored?.cut === given.cut ? stored : given;
+      if (entry.precomputed) {
+        entry = { ...entry };
+        delete entry.precomputed;
+        this.reporter.precompactUsed();
+        await this.memo.put(session, entry);
+      }
+      // Still pending after the wait: the holder could not write it (or gave up), so this request tries
+      // (ARCHITECTURE.md#fail-open rule 3 and rule 4).
+      const pending = pendingStart(entry);
+      if (pending === undefined) return reused(entry);
+      const archived = await this.archiver.stretch(
+        ctx,
+        evictedIndexes(ctx.conv.messages, pending, entry.cut),
+        {
+          kind: pending > 0 ? 'continuation' : 'compaction',
+          summary: entry.summary,
+          continues: entry.spans.at(-1),
+          from: pending,
+        },
+      );
+      if (!archived.span) return { ...reused(entry), deferred: true };
+      const updated = withSpans({ ...entry, span: archived.span }, entry, archived.refs);
+      delete updated.pendingFrom;
+      await this.memo.put(session, updated);
+      return {
+        ...reused(updated),
+        run: archived.written?.run ?? null,
+        span: archived.written?.span ?? null,
+      };
+    } finally {
+      await lock?.release();
+    }
   }
 
   /** One summariser run per stretch: concurrent requests for the same stretch share it (in process and across replicas). */
@@ -243,6 +262,13 @@ export class StretchService {
         summaryTokens: tokensForChars(result.summary.length, ctx.count.counter),
         createdAt: new Date().toISOString(),
       };
+      const anchors = carriedAnchors({
+        messages: conv.messages,
+        cut,
+        summary: result.summary,
+        maxChars: this.config.compaction.anchorMaxChars,
+      });
+      if (anchors.length > 0) base.anchors = anchors;
       if (archived.span) base.span = archived.span;
       else base.pendingFrom = archiveFrom;
       if (precomputed) base.precomputed = true;

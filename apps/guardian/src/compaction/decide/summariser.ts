@@ -19,6 +19,7 @@ import { GuardianConfig } from '../../config/guardian-config';
 import { DecideReporter } from './decide-reporter';
 import type { FormatAdapter } from '../../formats/format-adapter';
 import { SummaryBreaker } from './summary-breaker';
+import { refuseSummary, type ReplacedText, type SummaryRefusal } from './summary-check';
 
 /** A summary could not be had: the compaction fails open. `code` names why. */
 export type SummariseErrorCode =
@@ -27,6 +28,7 @@ export type SummariseErrorCode =
   | 'SUMMARY_CIRCUIT_OPEN'
   | 'SUMMARY_TOO_SHORT'
   | 'SUMMARY_EMPTY'
+  | 'SUMMARY_REFUSED'
   | 'TRANSCRIPT_TOO_SHORT';
 
 export class SummariseError extends CodedError<SummariseErrorCode> {
@@ -55,7 +57,8 @@ export interface SummariseInput {
 /**
  * Summarises an evicted stretch with the same upstream and model, the client's credentials forwarded (issue 3 §5).
  * A prompt that would not fit (summaryPromptLimit: the window less the summary) is done in consecutive groups (first group; then summary so far +
- * next group). A summary under GUARDIAN_MIN_SUMMARY_CHARS is asked for once more; any failure throws SummariseError.
+ * next group). A summary under GUARDIAN_MIN_SUMMARY_CHARS, or one refuseSummary refuses (summary-check.ts), is asked
+ * for once more; any failure throws SummariseError.
  */
 @Injectable()
 export class Summariser {
@@ -112,24 +115,43 @@ export class Summariser {
         nonce: randomBytes(9).toString('base64url'),
         toolArgChars: summariser.toolArgChars,
       });
+      const replaced: ReplacedText = { lines: input.lines, callLines: group, prior: summary };
       let text = await this.call(input, prompt, maxTokens);
       calls += 1;
-      if (text.length < summariser.minSummaryChars) {
+      let fault = this.fault(input, text, replaced);
+      if (fault !== undefined) {
+        // One more ask, for a summary too short or one that is not a summary (issue 32 item 7); then the caller's
+        // checkpoint stands in (ADR 0007).
         retries += 1;
         this.reporter.summaryRetry();
         text = await this.call(input, prompt, maxTokens);
         calls += 1;
-        if (text.length < summariser.minSummaryChars) {
+        fault = this.fault(input, text, replaced);
+        if (fault === 'short') {
           throw new SummariseError(
             'SUMMARY_TOO_SHORT',
             `summary of ${text.length} chars twice under GUARDIAN_MIN_SUMMARY_CHARS`,
           );
         }
+        if (fault !== undefined)
+          throw new SummariseError('SUMMARY_REFUSED', `summary refused twice (${fault})`);
       }
       summary = text;
     }
     if (summary === undefined) throw new SummariseError('SUMMARY_EMPTY', 'nothing to summarise');
     return { summary, calls, chunked: groups.length > 1, retries };
+  }
+
+  /** Why `text` cannot be used: too short, or refused by refuseSummary (counted and evented), else undefined. */
+  private fault(
+    input: SummariseInput,
+    text: string,
+    replaced: ReplacedText,
+  ): 'short' | SummaryRefusal | undefined {
+    if (text.length < this.config.summariser.minSummaryChars) return 'short';
+    const refusal = refuseSummary(text, replaced);
+    if (refusal !== undefined) this.reporter.summaryRefused(input, refusal);
+    return refusal;
   }
 
   private async call(input: SummariseInput, prompt: SummaryPrompt, maxTokens: number): Promise<string> {

@@ -105,7 +105,8 @@ function editedStream(upstream: UpstreamResponse, edit: AnswerEdit): PassThrough
       if (shift && typeof json.index === 'number' && String(json.type).startsWith('content_block_'))
         return send(event, JSON.stringify({ ...json, index: json.index + shift }));
       send(event, data);
-      if (json.type === 'message_start' && edit.compaction) for (const [e, d] of blockEvents(edit.compaction.block)) send(e, d);
+      if (json.type === 'message_start' && edit.compaction)
+        for (const [e, d] of blockEvents(edit.compaction.block)) send(e, d);
     },
   });
   // A decoder, not chunk.toString: a character split across two chunks must not become two replacement marks.

@@ -1,4 +1,9 @@
-import { planToolClearing, toolResultPointer, TOOL_POINTER_MAX_CHARS, type ToolUse } from '@guardian/compaction';
+import {
+  planToolClearing,
+  toolResultPointer,
+  TOOL_POINTER_MAX_CHARS,
+  type ToolUse,
+} from '@guardian/compaction';
 import { z } from 'zod';
 
 import { isObj } from './responses-shapes';
@@ -123,7 +128,12 @@ function clearThinkingTurns(
   edit: z.infer<typeof clearThinking>,
   tokens: (chars: number) => number,
 ): { messages: unknown[]; edit: AppliedEdit } | undefined {
-  const keep = edit.keep === undefined ? 1 : edit.keep === 'all' || edit.keep.type === 'all' ? Infinity : edit.keep.value;
+  const keep =
+    edit.keep === undefined
+      ? 1
+      : edit.keep === 'all' || edit.keep.type === 'all'
+        ? Infinity
+        : edit.keep.value;
   const turns = messages
     .map((m, i) => ({ m, i }))
     .filter(({ m }) => isObj(m) && m.role === 'assistant' && blocksOf(m)?.some(isThinking));
@@ -138,7 +148,11 @@ function clearThinkingTurns(
   }
   return {
     messages: out,
-    edit: { type: 'clear_thinking_20251015', cleared_thinking_turns: cleared.length, cleared_input_tokens: tokens(removed) },
+    edit: {
+      type: 'clear_thinking_20251015',
+      cleared_thinking_turns: cleared.length,
+      cleared_input_tokens: tokens(removed),
+    },
   };
 }
 
@@ -162,7 +176,12 @@ function clearToolResults(
       if (b.type === 'tool_result' && typeof b.tool_use_id === 'string') {
         const call = calls.get(b.tool_use_id);
         if (call)
-          uses.push({ key: b.tool_use_id, name: call.name, resultTokens: tokens(chars(b.content)), inputTokens: call.input });
+          uses.push({
+            key: b.tool_use_id,
+            name: call.name,
+            resultTokens: tokens(chars(b.content)),
+            inputTokens: call.input,
+          });
       }
     }
   const trigger = edit.trigger ?? { type: 'input_tokens', value: CLEAR_TOOL_USES_TRIGGER };
@@ -183,7 +202,10 @@ function clearToolResults(
     let changed = false;
     const content = blocks.map((b) => {
       if (!isObj(b)) return b;
-      const use = b.type === 'tool_result' && typeof b.tool_use_id === 'string' ? results.get(b.tool_use_id) : undefined;
+      const use =
+        b.type === 'tool_result' && typeof b.tool_use_id === 'string'
+          ? results.get(b.tool_use_id)
+          : undefined;
       if (use) {
         changed = true;
         return { ...b, content: toolResultPointer({ tool: use.name, tokens: use.resultTokens }) };
@@ -198,6 +220,10 @@ function clearToolResults(
   });
   return {
     messages: out,
-    edit: { type: 'clear_tool_uses_20250919', cleared_tool_uses: plan.results.length, cleared_input_tokens: plan.tokens },
+    edit: {
+      type: 'clear_tool_uses_20250919',
+      cleared_tool_uses: plan.results.length,
+      cleared_input_tokens: plan.tokens,
+    },
   };
 }

@@ -99,7 +99,10 @@ export class MessagesCompaction {
         const text = typeof block.content === 'string' ? block.content : '';
         const signature = typeof block.signature === 'string' ? block.signature : '';
         // The block opens the conversation the backend sees, which must start with the user.
-        out.push({ role: 'user', content: [{ type: 'text', text: await this.stretch.expand(signature, text) }] });
+        out.push({
+          role: 'user',
+          content: [{ type: 'text', text: await this.stretch.expand(signature, text) }],
+        });
       }
       if (rest.length > 0) out.push({ ...m, content: rest });
     }
@@ -120,4 +123,3 @@ function endsInToolCall(messages: readonly unknown[]): boolean {
     (last.content as unknown[]).some((b) => isObj(b) && b.type === 'tool_use')
   );
 }
-

@@ -52,7 +52,10 @@ export class MessagesContext {
     }
     const iteration = ((message.usage as Obj).iterations as Obj[])[0]!;
     const first = edited.messages[tail] as Obj;
-    const opened = { ...first, content: [{ type: 'text', text: done.block }, ...contentBlocks(first.content)] };
+    const opened = {
+      ...first,
+      content: [{ type: 'text', text: done.block }, ...contentBlocks(first.content)],
+    };
     return forward(
       { ...request, messages: [opened, ...edited.messages.slice(tail + 1)] },
       { applied, compaction: { block, iteration } },

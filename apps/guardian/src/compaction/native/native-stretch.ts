@@ -81,7 +81,9 @@ export class NativeStretch {
    * The request's input tokens and its estimate of a character count, as guardian's budget measures them (the
    * context-editing triggers compare against it); undefined when the request stage does not read this request.
    */
-  async measure(input: PrepareInput): Promise<{ total: number; tokens: (chars: number) => number } | undefined> {
+  async measure(
+    input: PrepareInput,
+  ): Promise<{ total: number; tokens: (chars: number) => number } | undefined> {
     const read = await this.requests.read(input);
     if (read.kind === 'unchanged') return undefined;
     const { counter } = read.ctx.count;

@@ -108,6 +108,8 @@ export class FastPath {
       facts: {
         sessionHash: session.hash,
         ...(session.ownerHash === undefined ? {} : { ownerHash: session.ownerHash }),
+        ...(session.name === undefined ? {} : { sessionName: session.name }),
+        ...(session.source === undefined ? {} : { sessionSource: session.source }),
         model,
         route: input.route,
         window: window.window,

@@ -132,5 +132,7 @@ export function factsOf(ctx: RequestContext): AnswerFacts {
     items: ctx.conv.items,
   };
   if (ctx.session.ownerHash !== undefined) facts.ownerHash = ctx.session.ownerHash;
+  if (ctx.session.name !== undefined) facts.sessionName = ctx.session.name;
+  if (ctx.session.source !== undefined) facts.sessionSource = ctx.session.source;
   return facts;
 }

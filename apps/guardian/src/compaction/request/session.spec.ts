@@ -63,13 +63,21 @@ describe('resolveSession', () => {
       hash: sessionHash('alice'),
       fromHeader: true,
       source: 'x-guardian-session',
+      name: 'alice',
     });
+    // In team mode the name is the value as sent, without the owner the key carries (the console lists it).
+    const owned = resolveSession({ kind: 'value', value: 'laptop' }, 'm', messages, '', {
+      owner: 'bob',
+      ownerHash: 'h',
+    });
+    expect([owned.key, owned.name]).toEqual(['bob/laptop', 'laptop']);
     const none = resolveSession({ kind: 'absent' }, 'm', messages, '');
     const empty = resolveSession(readSessionHeader(['']), 'm', messages, '');
     expect(none.key).toMatch(/^derived:[0-9a-f]{16}$/);
     expect(empty.key).toBe(none.key);
     expect(empty.ignored?.reason).toBe('empty');
     expect(none.ignored).toBeUndefined();
+    expect(none.name).toBeUndefined();
   });
 });
 

@@ -98,7 +98,7 @@ export function resolveSession(
       : { key: `${owner.owner}/${key}`, hash: sessionHash(key, owner.owner), ownerHash: owner.ownerHash };
   if (header.kind === 'value') {
     const source: SessionSource = header.source ?? 'x-guardian-session';
-    return { ...scoped(header.value), fromHeader: true, source };
+    return { ...scoped(header.value), fromHeader: true, source, name: header.value };
   }
   const system = firstSystem || messages.find((m) => m.role === 'system')?.text || '';
   const user = messages.find((m) => m.role === 'user')?.text ?? '';

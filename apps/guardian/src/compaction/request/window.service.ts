@@ -85,8 +85,9 @@ export class WindowService {
     }
     const known = this.state.windowOf(model);
     if (fixed !== undefined) {
-      // A configured window wins, unless the upstream has since proven it smaller (an overflow answer).
-      if (known && known.source === 'learned:overflow' && known.window < fixed) return known;
+      // A configured window wins, unless the upstream has since proven it smaller (an overflow answer, or a prompt
+      // it truncated without saying so).
+      if (known && known.source.startsWith('learned:') && known.window < fixed) return known;
       return this.remember(model, { window: fixed, source: 'env' });
     }
     return known;
@@ -109,11 +110,14 @@ export class WindowService {
     return budget;
   }
 
-  /** The upstream said the window is smaller than we thought: believe it from now on. */
-  learn(model: string, window: number): void {
+  /**
+   * The upstream said the window is smaller than we thought (`overflow`: it refused the request; `truncation`: it
+   * reported fewer prompt tokens than were sent): believe it from now on.
+   */
+  learn(model: string, window: number, how: 'overflow' | 'truncation' = 'overflow'): void {
     if (!trackableModel(model)) return;
-    const known = this.state.windowOf(model);
-    if (!known || window < known.window) this.remember(model, { window, source: 'learned:overflow' });
+    const known = this.known(model) ?? this.state.windowOf(model);
+    if (!known || window < known.window) this.remember(model, { window, source: `learned:${how}` });
   }
 
   /**

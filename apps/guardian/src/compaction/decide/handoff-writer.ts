@@ -1,0 +1,82 @@
+import { rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
+
+import { LruMap } from '@guardian/collections';
+import { handoffMarkdown, sessionHandoff, type SessionHandoff } from '@guardian/compaction';
+
+import { GuardianConfig } from '../../config/guardian-config';
+import type { RequestContext } from '../handoff';
+import { DecideReporter } from './decide-reporter';
+
+/** A session's latest hand-off, and whose it is (team mode answers it to its owner only). */
+export interface StoredHandoff {
+  handoff: SessionHandoff & { compacted_at: string; run: string | null };
+  ownerHash?: string;
+}
+
+/** The hand-off file's names inside the session's run folder (docs/ARCHIVE_FORMAT.md: not span files). */
+export const HANDOFF_JSON = 'handoff.json';
+export const HANDOFF_MD = 'handoff.md';
+
+/**
+ * The hand-off of each compacted session (issue 32 item 5): read from the request's history behind the request, kept
+ * in memory for `GET /guardian/sessions/<id>/handoff`, and written as `handoff.json` and `handoff.md` into the
+ * session's run folder on the volume, replaced at each compaction. A write that fails is counted and logged, never
+ * the request's failure (ARCHITECTURE.md#fail-open).
+ */
+@Injectable()
+export class HandoffWriter implements OnModuleDestroy {
+  private readonly latest: LruMap<string, StoredHandoff>;
+  private writes: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly config: GuardianConfig,
+    private readonly reporter: DecideReporter,
+  ) {
+    this.latest = new LruMap(config.compaction.maxSessions);
+  }
+
+  /** The latest hand-off of a session hash, if this process compacted it. */
+  get(sessionHash: string): StoredHandoff | undefined {
+    return this.latest.get(sessionHash);
+  }
+
+  /** Records the hand-off of a compacted request; `run` is the run folder its spans are in, when known. */
+  record(ctx: RequestContext, run: string | null, compactedAt: string): void {
+    if (!this.config.compaction.handoff) return;
+    const handoff = { ...sessionHandoff(ctx.conv.messages), compacted_at: compactedAt, run };
+    const stored: StoredHandoff = { handoff };
+    if (ctx.session.ownerHash) stored.ownerHash = ctx.session.ownerHash;
+    this.latest.set(ctx.session.hash, stored);
+    if (run === null) return;
+    // One write at a time, in order: the files end as the newest hand-off.
+    this.writes = this.writes.then(() => this.write(run, handoff, ctx.conv.route));
+  }
+
+  /** Shutdown waits for the queued writes, as it does for the archive's commits. */
+  async onModuleDestroy(): Promise<void> {
+    await this.writes;
+  }
+
+  private async write(run: string, handoff: StoredHandoff['handoff'], route: string): Promise<void> {
+    // The run folder exists: its spans named it. It is not made here, so a folder pruned away is not made again.
+    const dir = join(this.config.paths.spanDir, run);
+    try {
+      for (const [name, text] of [
+        [HANDOFF_JSON, `${JSON.stringify(handoff, null, 2)}\n`],
+        [HANDOFF_MD, handoffMarkdown(handoff)],
+      ] as const) {
+        // Written whole then renamed: a reader never sees half a file. Not named `.*.tmp`, which the seal check
+        // reads as an archive write in flight (docs/ARCHIVE_FORMAT.md §5).
+        const tmp = join(dir, `.${name}.part`);
+        await writeFile(tmp, text, { mode: 0o600 });
+        await rename(tmp, join(dir, name));
+      }
+    } catch (err) {
+      // Safe to go on: the hand-off is a convenience beside the archive; the endpoint still answers from memory.
+      this.reporter.archiveBehindFailed('handoff_write', { route }, err);
+    }
+  }
+}

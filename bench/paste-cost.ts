@@ -1,0 +1,158 @@
+// `npm run bench -- paste-cost [-- --turns N --window N]`: summariser calls per compacted turn on the real clients'
+// long-paste session (issue 32 item 8), with the cut rule before issue 32 (GUARDIAN_CUT_HEADROOM_TURNS=0) beside the
+// current one (the default, 2), and what each carries: the pinned fact in every compacted request, every request
+// inside the window. The sessions are the recorded clients' shapes (test/works-with/recordings, read from the working
+// directory: npm runs benches at the package root) sent as the clients send them, each turn pasting ~17 KB, against
+// the stub at the same hard window. Pre-compaction is off: its background calls would make the count depend on timing.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+import { startStub } from '@guardian/stub-backend';
+import { createLogger } from '@guardian/telemetry';
+
+import { startGuardian } from '../apps/guardian/src/bootstrap';
+import { GuardianConfig } from '../apps/guardian/src/config/guardian-config';
+import {
+  assistantItem,
+  itemsOf,
+  loadRecordings,
+  openingBody,
+  requestText,
+  userItem,
+  type Json,
+  type Recording,
+} from '../test/support/recordings';
+import { filler, machineLine, writeResults } from './support';
+
+const FACT = 'ZEBRA-7431';
+const PASTE_CHARS = 17_000;
+const FENCE = '## Context Guardian: archived conversation';
+const RULES = [
+  { name: 'before (0)', headroom: '0' },
+  { name: 'now (2)', headroom: '2' },
+] as const;
+
+function option(args: readonly string[], name: string, fallback: number): number {
+  const i = args.indexOf(name);
+  const v = i === -1 ? undefined : Number(args[i + 1]);
+  return v !== undefined && Number.isFinite(v) ? v : fallback;
+}
+
+/** The same paste shape as the long works-with sessions: ~17 KB of numbered log lines, different every turn. */
+function paste(turn: number): string {
+  const lines: string[] = [];
+  for (let i = 0; lines.join('\n').length < PASTE_CHARS; i++)
+    lines.push(`${String(turn).padStart(2, '0')}:${String(i).padStart(4, '0')} ${filler(60, turn * 31 + i)}`);
+  return lines.join('\n').slice(0, PASTE_CHARS);
+}
+
+function userText(turn: number): string {
+  const head =
+    turn === 1
+      ? `Remember this: the deploy key is ${FACT}. Review the log below.`
+      : `Step ${turn}: review the next log below and say what changed.`;
+  return `${head}\n${paste(turn)}`;
+}
+
+interface Row {
+  client: string;
+  rule: string;
+  turns: number;
+  answered: number;
+  compacted: number;
+  calls: number;
+  carried: number;
+  overWindow: number;
+}
+
+async function runSession(rec: Recording, opts: { turns: number; window: number; headroom: string }) {
+  const stub = await startStub({ window: opts.window, maxRecorded: 10_000 });
+  const dataDir = mkdtempSync(join(tmpdir(), 'cg-bench-paste-'));
+  const config = GuardianConfig.fromEnv(
+    {
+      GUARDIAN_UPSTREAM_URL: stub.baseUrl,
+      GUARDIAN_DATA_DIR: dataDir,
+      GUARDIAN_LOG_LEVEL: 'warn',
+      GUARDIAN_NUM_CTX: String(opts.window),
+      GUARDIAN_PRECOMPACT_THRESHOLD: '0',
+      GUARDIAN_CUT_HEADROOM_TURNS: opts.headroom,
+    },
+    { version: 'bench', home: dataDir },
+  );
+  const guardian = await startGuardian(config, createLogger({ level: 'warn' }), { port: 0 });
+  const opening = openingBody(rec, userText(1));
+  const key = Array.isArray(opening.body.messages) ? 'messages' : 'input';
+  let history = itemsOf(opening.body);
+  let answered = 0;
+  try {
+    for (let turn = 1; turn <= opts.turns; turn++) {
+      if (turn > 1) history = [...history, userItem(opening.route, userText(turn))];
+      const res = await fetch(`${guardian.url}${opening.path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer sk-bench',
+          'x-api-key': 'sk-bench',
+          'anthropic-version': '2023-06-01',
+        },
+        body: JSON.stringify({ ...opening.body, [key]: history }),
+      });
+      await res.arrayBuffer();
+      if (res.status === 200) answered += 1;
+      history = [
+        ...history,
+        assistantItem(opening.route, `Reviewed step ${turn}; nothing blocks the deploy.`),
+      ];
+    }
+    const sent = stub.requests.filter((r) => r.route === opening.route && !r.isSummary);
+    const compacted = sent.filter((r) => r.body.toString('utf8').includes(FENCE));
+    return {
+      answered,
+      compacted: compacted.length,
+      calls: stub.requests.filter((r) => r.isSummary).length,
+      carried: compacted.filter((r) => requestText(r.json as Json).includes(FACT)).length,
+      overWindow: sent.filter((r) => (r.promptTokens ?? 0) > opts.window).length,
+    };
+  } finally {
+    await guardian.close(200);
+    await stub.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function run(args: readonly string[] = []): Promise<void> {
+  const turns = option(args, '--turns', 14);
+  const window = option(args, '--window', 32768);
+  const recordings = loadRecordings(resolve('test', 'works-with', 'recordings'));
+  const rows: Row[] = [];
+  for (const rec of recordings) {
+    for (const rule of RULES) {
+      const r = await runSession(rec, { turns, window, headroom: rule.headroom });
+      rows.push({ client: `${rec.client} ${rec.version}`, rule: rule.name, turns, ...r });
+    }
+  }
+  const lines = [
+    machineLine('paste-cost'),
+    `# ${turns} turns of ~17 KB pastes per client at a ${window}-token window (stub and GUARDIAN_NUM_CTX), fact on turn 1;`,
+    '# rule = GUARDIAN_CUT_HEADROOM_TURNS; calls/compacted = summariser calls / compacted turns',
+    '| client | rule | answered | compacted turns | summariser calls | calls/compacted | fact carried | over window |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...rows.map(
+      (r) =>
+        `| ${r.client} | ${r.rule} | ${r.answered}/${r.turns} | ${r.compacted} | ${r.calls} | ` +
+        `${r.compacted > 0 ? (r.calls / r.compacted).toFixed(2) : '-'} | ${r.carried}/${r.compacted} | ${r.overWindow} |`,
+    ),
+  ];
+  for (const rule of RULES) {
+    const mine = rows.filter((r) => r.rule === rule.name);
+    const calls = mine.reduce((n, r) => n + r.calls, 0);
+    const compacted = mine.reduce((n, r) => n + r.compacted, 0);
+    lines.push(
+      `all clients, ${rule.name}: ${calls} summariser calls over ${compacted} compacted turns = ` +
+        `${compacted > 0 ? (calls / compacted).toFixed(2) : '-'} per compacted turn`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+  writeResults('paste-cost.txt', lines);
+}
