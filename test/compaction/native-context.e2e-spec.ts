@@ -177,12 +177,13 @@ describe('Anthropic context management served for a backend that has none (issue
     expect(stack.stub.requests).toHaveLength(0);
   });
 
-  const compactEdits = (pause: boolean) => ({
+  const compactEdits = (pause: boolean, instructions?: string) => ({
     edits: [
       {
         type: 'compact_20260112' as const,
         trigger: { type: 'input_tokens' as const, value: 800 },
         pause_after_compaction: pause,
+        ...(instructions ? { instructions } : {}),
       },
     ],
   });
@@ -255,5 +256,55 @@ describe('Anthropic context management served for a backend that has none (issue
     expect(res.stop_reason).toBe('compaction');
     expect(res.content.map((b: Json) => b.type)).toEqual(['compaction']);
     expect(forwarded()).toHaveLength(0);
+  });
+
+  it("compact_20260112 instructions reach the summariser, after guardian's own", async () => {
+    stack.stub.reset();
+    const messages = toolConversation(5);
+    messages[0]!.content = `${FACT} Read the files one by one (instructions run).`;
+    const res = (await sdk.beta.messages.create({
+      model: 'stub-model',
+      max_tokens: 64,
+      messages: messages as any,
+      context_management: compactEdits(true, 'List every file path read, one per line.'),
+      ...BETA,
+    })) as Json;
+    expect(res.stop_reason).toBe('compaction');
+    const asked = stack.stub.requests.filter((r) => r.isSummary).map((r) => JSON.stringify(r.json));
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.every((text) => text.includes('List every file path read, one per line.'))).toBe(true);
+    expect(asked[0]).toContain('## Must Keep');
+  });
+
+  it('streamed, the message_delta event carries context_management as BetaRawMessageDeltaEvent has it', async () => {
+    const deltas = async (context_management: unknown, messages: Json[]): Promise<Json[]> => {
+      const events = await sdk.beta.messages.create({
+        model: 'stub-model',
+        max_tokens: 64,
+        stream: true,
+        messages: messages as any,
+        context_management: context_management as any,
+        ...BETA,
+      });
+      const out: Json[] = [];
+      for await (const event of events) if (event.type === 'message_delta') out.push(event);
+      return out;
+    };
+    stack.stub.reset();
+    const cleared = await deltas(
+      { edits: [{ type: 'clear_tool_uses_20250919', trigger: { type: 'tool_uses', value: 1 } }] },
+      toolConversation(5),
+    );
+    expect(cleared).toHaveLength(1);
+    expect(cleared[0]!.context_management).toEqual({
+      applied_edits: [
+        { type: 'clear_tool_uses_20250919', cleared_tool_uses: 2, cleared_input_tokens: expect.any(Number) },
+      ],
+    });
+    // Paused after a threshold compaction: guardian answers the block itself, its message_delta says what was applied.
+    const paused = await deltas(compactEdits(true), toolConversation(5));
+    expect(paused).toHaveLength(1);
+    expect(paused[0]!.delta.stop_reason).toBe('compaction');
+    expect(paused[0]!.context_management).toEqual({ applied_edits: [] });
   });
 });

@@ -52,6 +52,8 @@ export interface SummariseInput {
   counter: Counter;
   signal: AbortSignal;
   route: 'chat' | 'messages' | 'responses';
+  /** The client's summarisation instructions (a native compaction's `instructions`). */
+  instructions?: string;
 }
 
 /**
@@ -114,6 +116,7 @@ export class Summariser {
       const prompt = buildSummaryPrompt(group, summary, {
         nonce: randomBytes(9).toString('base64url'),
         toolArgChars: summariser.toolArgChars,
+        ...(input.instructions ? { instructions: input.instructions } : {}),
       });
       const replaced: ReplacedText = { lines: input.lines, callLines: group, prior: summary };
       let text = await this.call(input, prompt, maxTokens);

@@ -65,6 +65,7 @@ export class MessagesCompaction {
       const request = { ...rest, messages, stream: false };
       const done = await this.stretch.compact(inputFor(Buffer.from(JSON.stringify(request)), 'messages'), {
         sealContent: true,
+        instructions: typeof compaction.instructions === 'string' ? compaction.instructions : undefined,
       });
       const message = compactionMessage(typeof json.model === 'string' ? json.model : '', done);
       return json.stream === true

@@ -41,6 +41,7 @@ export class MessagesContext {
     const summarised = { ...request, messages: edited.messages.slice(0, tail), stream: false };
     const done = await this.stretch.compact(inputFor(Buffer.from(JSON.stringify(summarised)), 'messages'), {
       sealContent: true,
+      instructions: edited.compact.instructions,
     });
     const message = compactionMessage(model, done);
     const block = (message.content as Obj[])[0]!;

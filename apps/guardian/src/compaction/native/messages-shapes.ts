@@ -50,11 +50,17 @@ export function compactionMessage(
   };
 }
 
-/** The same message as Anthropic's SSE: start, the block, its delta, stop, message_delta, message_stop. */
+/**
+ * The same message as Anthropic's SSE: start, the block, its delta, stop, message_delta, message_stop. What context
+ * management applied is reported in the `message_delta` (BetaRawMessageDeltaEvent), as the API streams it.
+ */
 export function messageEvents(message: Obj): string {
   const block = (message.content as Obj[])[0]!;
+  const managed = message.context_management ?? null;
+  const started: Obj = { ...message, content: [], stop_reason: null };
+  if ('context_management' in message) started.context_management = null;
   const events: [string, Obj][] = [
-    ['message_start', { message: { ...message, content: [], stop_reason: null } }],
+    ['message_start', { message: started }],
     ['content_block_start', { index: 0, content_block: { ...block, content: null } }],
     [
       'content_block_delta',
@@ -62,7 +68,14 @@ export function messageEvents(message: Obj): string {
     ],
     ['content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: block.signature } }],
     ['content_block_stop', { index: 0 }],
-    ['message_delta', { delta: { stop_reason: 'compaction', stop_sequence: null }, usage: message.usage }],
+    [
+      'message_delta',
+      {
+        delta: { stop_reason: 'compaction', stop_sequence: null },
+        usage: message.usage,
+        context_management: managed,
+      },
+    ],
     ['message_stop', {}],
   ];
   return events
