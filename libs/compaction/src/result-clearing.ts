@@ -7,7 +7,7 @@ import type { Counter, NeutralMessage } from './types';
 export const KEPT_TOOL_RESULTS = 3;
 
 /** One message whose tool results are replaced by a pointer. */
-export interface ClearedResult {
+interface ClearedResult {
   index: number;
   /** The tool that answered (the name of its call), or '' when the call is not in the request. */
   tool: string;
