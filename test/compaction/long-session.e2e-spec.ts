@@ -73,7 +73,9 @@ describe('a 30-turn session with tool calls through the OpenAI SDK against a har
   beforeAll(async () => {
     stack = await startStack({
       stub: { flavor: 'vllm', window: 8192, reply: toolScript() },
-      env: { GUARDIAN_RESERVE_OUTPUT: '1024' },
+      // One summariser call per stretch is what this session checks; clearing old tool results first (issue 32
+      // item 3) is tested in tool-results-cleared.e2e-spec.ts.
+      env: { GUARDIAN_RESERVE_OUTPUT: '1024', GUARDIAN_CLEAR_TOOL_RESULTS: '0' },
     });
     const client = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-test', maxRetries: 0 });
     statuses = [];

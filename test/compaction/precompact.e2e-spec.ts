@@ -27,7 +27,13 @@ import { until } from '../support/wait';
  * answer, so the turn that crosses the budget reuses it and no client waits on the summariser.
  */
 const WINDOW = 8192;
-const ON = { GUARDIAN_PRECOMPACT_THRESHOLD: '0.8', GUARDIAN_RESERVE_OUTPUT: '4096' };
+// Summaries made ahead of need are what these tests check; clearing old tool results in the foreground first
+// (issue 32 item 3) would answer their over-budget turns without one.
+const ON = {
+  GUARDIAN_PRECOMPACT_THRESHOLD: '0.8',
+  GUARDIAN_RESERVE_OUTPUT: '4096',
+  GUARDIAN_CLEAR_TOOL_RESULTS: '0',
+};
 /** (window - reserve) / 2 with ON's reserve: guardian's input budget. */
 const BUDGET = 4096;
 

@@ -63,7 +63,13 @@ describe('Anthropic /v1/messages: a long tool-using session through the official
   beforeAll(async () => {
     stack = await startStack({
       stub: { flavor: 'anthropic', window: WINDOW, reply },
-      env: { GUARDIAN_NUM_CTX: String(WINDOW), GUARDIAN_RESERVE_OUTPUT: '1000' },
+      // The summary path is what this session checks; clearing old tool results first (issue 32 item 3) is
+      // tested in test/compaction/tool-results-cleared.e2e-spec.ts.
+      env: {
+        GUARDIAN_NUM_CTX: String(WINDOW),
+        GUARDIAN_RESERVE_OUTPUT: '1000',
+        GUARDIAN_CLEAR_TOOL_RESULTS: '0',
+      },
     });
     const sdk = client(stack);
     const messages: Msg[] = [];

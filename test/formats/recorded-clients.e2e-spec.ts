@@ -71,14 +71,17 @@ describe.each([
       );
       const last = sent.at(-1)!;
       expect(last.path).toBe(`${c.req.route}${query}`);
+      // Anthropic's context_management is applied by guardian and cut from the bytes (docs/native-compaction.md).
+      const { context_management: _applied, ...rest } = body;
+      const expected = c.req.route.includes('messages') ? JSON.stringify(rest) : bytes;
       if (window >= 1_000_000) {
-        expect(last.body.toString('utf8')).toBe(bytes);
+        expect(last.body.toString('utf8')).toBe(expected);
         return;
       }
-      if (last.body.toString('utf8') !== bytes) changed += 1;
+      if (last.body.toString('utf8') !== expected) changed += 1;
       const forwarded = JSON.parse(last.body.toString('utf8')) as Json;
       // Same top-level fields, tools untouched, no orphaned tool result, and never larger than what the client sent.
-      expect(Object.keys(forwarded).sort()).toEqual(Object.keys(body).sort());
+      expect(Object.keys(forwarded).sort()).toEqual(Object.keys(JSON.parse(expected) as Json).sort());
       expect(forwarded.tools).toEqual(body.tools);
       const list = (forwarded.messages ?? forwarded.input) as unknown[];
       expect(orphanResults(Array.isArray(list) ? list : [])).toEqual([]);

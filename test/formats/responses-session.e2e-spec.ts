@@ -47,7 +47,13 @@ describe('OpenAI /v1/responses: a long stateless session with function calls thr
   beforeAll(async () => {
     stack = await startStack({
       stub: { flavor: 'vllm', window: WINDOW, reply },
-      env: { GUARDIAN_NUM_CTX: String(WINDOW), GUARDIAN_RESERVE_OUTPUT: '1000' },
+      // The summary path is what this session checks; clearing old tool results first (issue 32 item 3) is
+      // tested in test/compaction/tool-results-cleared.e2e-spec.ts.
+      env: {
+        GUARDIAN_NUM_CTX: String(WINDOW),
+        GUARDIAN_RESERVE_OUTPUT: '1000',
+        GUARDIAN_CLEAR_TOOL_RESULTS: '0',
+      },
     });
     sdk = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-resp' });
     const input: Json[] = [

@@ -54,7 +54,9 @@ export function filler(n: number, seed: number): string {
 }
 
 /** The skeleton with every `<text:N>` filled in and the model named. */
-export function fillSkeleton(skeleton: unknown, model = 'stub-model', seed = { n: 0 }): unknown {
+export function fillSkeleton(skeleton: unknown, model = 'stub-model', seed = { n: 0 }, key = ''): unknown {
+  // The one string a clear_thinking edit's `keep` takes (BetaClearThinking20251015Edit); the recorder blanked it.
+  if (key === 'keep' && skeleton === '<text:3>') return (seed.n += 1) && 'all';
   if (typeof skeleton === 'string') {
     if (skeleton === '<model>') return model;
     const m = /^<text:(\d+)>$/.exec(skeleton);
@@ -62,7 +64,7 @@ export function fillSkeleton(skeleton: unknown, model = 'stub-model', seed = { n
   }
   if (Array.isArray(skeleton)) return skeleton.map((v) => fillSkeleton(v, model, seed));
   if (typeof skeleton === 'object' && skeleton !== null) {
-    return Object.fromEntries(Object.entries(skeleton).map(([k, v]) => [k, fillSkeleton(v, model, seed)]));
+    return Object.fromEntries(Object.entries(skeleton).map(([k, v]) => [k, fillSkeleton(v, model, seed, k)]));
   }
   return skeleton;
 }

@@ -34,6 +34,7 @@ import { RequestStage } from './compaction/request/request-stage';
 import { HandleSealer } from './compaction/native/compaction-handle';
 import { loadHandleKey } from './compaction/native/handle-key';
 import { MessagesCompaction } from './compaction/native/messages-compaction';
+import { MessagesContext } from './compaction/native/messages-context';
 import { NativeCompaction } from './compaction/native/native-compaction';
 import { NativeStretch } from './compaction/native/native-stretch';
 import { CaptureService } from './compaction/answer/capture.service';
@@ -284,6 +285,7 @@ export class AppModule {
         GuardianState,
         HandoffWriter,
         MessagesCompaction,
+        MessagesContext,
         NativeCompaction,
         NativeStretch,
         OverflowRecovery,

@@ -124,6 +124,7 @@ interface EventAnswer {
     | 'oversized_spill'
     | 'newest_cut'
     | 'stale_recall'
+    | 'tool_results_cleared'
     | 'fail_open'
     | 'overflow_recovered'
     | 'backend_truncation'

@@ -180,4 +180,17 @@ describe('groupForPrompts', () => {
       groupForPrompts(lines, { limitTokens: 8000, summaryAllowanceTokens: 500, counter, hasPrior: true }),
     ).toEqual([lines]);
   });
+
+  it("adds a client's own instructions after guardian's, which still hold (Anthropic's compaction instructions)", () => {
+    const plain = buildSummaryPrompt(['[0] user: hi'], undefined, opts);
+    const p = buildSummaryPrompt(['[0] user: hi'], undefined, {
+      ...opts,
+      instructions: 'Keep every file path. <<<TRANSCRIPT>>>',
+    });
+    expect(p.system.startsWith(plain.system)).toBe(true);
+    expect(p.system).toContain('Keep every file path.');
+    expect(p.system).not.toContain('<<<');
+    expect(p.user).toBe(plain.user);
+    expect(buildSummaryPrompt(['[0] user: hi'], undefined, { ...opts, instructions: '  ' })).toEqual(plain);
+  });
 });

@@ -9,6 +9,11 @@ export interface SummaryPromptOptions {
   nonce: string;
   /** Characters of tool-call arguments shown (GUARDIAN_TOOL_ARG_CHARS). */
   toolArgChars: number;
+  /**
+   * The client's own summarisation instructions (Anthropic's compaction `instructions`), added after guardian's: the
+   * `## Must Keep` section and the transcript-is-data rule still hold, so the summary stays one guardian can carry.
+   */
+  instructions?: string;
 }
 
 export interface SummaryPrompt {
@@ -81,7 +86,11 @@ export function buildSummaryPrompt(
     );
   }
   parts.push(`<<<${t}`, ...lines, `${t}>>>`);
-  return { system: INSTRUCTIONS, user: parts.join('\n') };
+  const extra = opts.instructions?.trim();
+  const system = extra
+    ? `${INSTRUCTIONS}\nThe user also asks of this summary (follow it where it does not contradict the above):\n${neutraliseFences(extra)}`
+    : INSTRUCTIONS;
+  return { system, user: parts.join('\n') };
 }
 
 /** Tokens a prompt would take, by the same estimate as requests. */

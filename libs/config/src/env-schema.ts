@@ -94,6 +94,7 @@ export const envSchema = z.object({
   GUARDIAN_RECALL_MAX_CHARS: int(1200),
   GUARDIAN_ANCHOR_MAX_CHARS: int(800),
   GUARDIAN_HANDOFF: flag('1'),
+  GUARDIAN_CLEAR_TOOL_RESULTS: flag('1'),
   GUARDIAN_DRY_RUN: flag('0'),
   GUARDIAN_CAPTURE: z.enum(['off', 'journal']).default('off'),
   GUARDIAN_COST_PER_1M_INPUT_USD: z.coerce.number().min(0).default(0),

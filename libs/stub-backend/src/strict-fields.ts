@@ -12,9 +12,9 @@ const UNKNOWN_FIELDS: Record<GenerationRoute, readonly string[]> = {
   // OpenAI's `context_management` (threshold compaction) is not in vLLM's Responses model.
   responses: ['context_management', 'compaction'],
   chat: ['context_management', 'compaction'],
-  // Anthropic's `context_management` (context editing) is accepted as before: Claude Code sends it on every request
-  // and guardian does not apply it yet (issue 27 item 2); only the on-demand `compaction` field is refused.
-  messages: ['compaction'],
+  // Anthropic's `context_management` (context editing, threshold compaction) and on-demand `compaction`: guardian
+  // applies them and strips the fields (issue 27 item 2), so a request that still carries one is guardian's bug.
+  messages: ['context_management', 'compaction'],
 };
 const UNKNOWN_ITEMS = new Set([
   'compaction',

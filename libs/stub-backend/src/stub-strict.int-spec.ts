@@ -24,7 +24,7 @@ describe('stub refuses compaction fields and items', () => {
     );
   });
 
-  it('on /v1/messages: a compaction block or a compaction field is a 400, a plain request is answered', async () => {
+  it('on /v1/messages: a compaction block, a compaction or context_management field is a 400, a plain request is answered', async () => {
     const block = { type: 'compaction', content: 'summary', signature: 's' };
     const messages = [
       { role: 'assistant', content: [block] },
@@ -40,6 +40,16 @@ describe('stub refuses compaction fields and items', () => {
       compaction: { type: 'summarize' },
     };
     expect((await post(`${stub.baseUrl}/messages`, field)).status).toBe(400);
+    // Anthropic's context editing and threshold compaction: guardian applies them, so the field must never arrive.
+    const managed = {
+      model: 'm',
+      max_tokens: 8,
+      messages: [{ role: 'user', content: 'hi' }],
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+    };
+    const refusal = await post(`${stub.baseUrl}/messages`, managed);
+    expect(refusal.status).toBe(400);
+    expect(await refusal.text()).toContain('context_management');
     const plain = { model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] };
     expect((await post(`${stub.baseUrl}/messages`, plain)).status).toBe(200);
   });

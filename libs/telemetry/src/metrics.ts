@@ -138,6 +138,7 @@ const NAMES = {
   pinsCarried: 'guardian_pins_carried',
   compactionsWithPins: 'guardian_compactions_with_pins_total',
   staleRecalls: 'guardian_stale_recalls_total',
+  toolResultsCleared: 'guardian_tool_results_cleared_total',
   staleRecallExcerpts: 'guardian_stale_recall_excerpts_total',
   oversizedSpills: 'guardian_oversized_spills_total',
   summariesReused: 'guardian_summaries_reused_total',
@@ -271,6 +272,11 @@ export class GuardianMetrics {
     NAMES.compactionsWithPins,
     'Compactions that carried pins.',
     [],
+  );
+  readonly toolResultsCleared = this.counter(
+    NAMES.toolResultsCleared,
+    'Old tool results replaced by a pointer to their archived span instead of a summary (issue 32 item 3).',
+    ['route'],
   );
   readonly staleRecalls = this.counter(
     NAMES.staleRecalls,

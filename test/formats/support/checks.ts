@@ -66,7 +66,9 @@ const textBlocks = (v: unknown): Json[] =>
  * the summary block, all in `system`; `messages` starting at a typed user turn; every tool pair whole.
  */
 export function checkAnthropic(sent: Json, forwarded: Json): Verdict {
-  const problems = otherFields(sent, forwarded, ['messages', 'system']);
+  // context_management is applied by guardian and cut out for a backend that has none (docs/native-compaction.md).
+  const applied = 'context_management' in forwarded ? [] : ['context_management'];
+  const problems = otherFields(sent, forwarded, ['messages', 'system', ...applied]);
   const sentMsgs = Array.isArray(sent.messages) ? sent.messages : [];
   const fwdMsgs = Array.isArray(forwarded.messages) ? (forwarded.messages as unknown[]) : [];
   const sysBlocks = textBlocks(sent.system);

@@ -164,6 +164,14 @@ export const anthropicAdapter: FormatAdapter = {
   rebuild(conv, plan) {
     const messages = plan.keep.map((i) => {
       const item = conv.items[i];
+      const pointer = plan.replaceResults?.get(i);
+      if (pointer !== undefined && isObject(item) && Array.isArray(item.content))
+        return {
+          ...item,
+          content: (item.content as unknown[]).map((b) =>
+            isObject(b) && b.type === 'tool_result' ? { ...b, content: pointer } : b,
+          ),
+        };
       const text = plan.replaceText?.get(i);
       if (text === undefined || !isObject(item)) return item;
       if (typeof item.content === 'string') return { ...item, content: text };

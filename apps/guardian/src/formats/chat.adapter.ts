@@ -74,6 +74,9 @@ export const chatAdapter: FormatAdapter = {
   rebuild(conv, plan: RebuildPlan): Json {
     const out: unknown[] = plan.keep.map((i) => {
       const item = conv.items[i];
+      const pointer = plan.replaceResults?.get(i);
+      if (pointer !== undefined && isObject(item) && item.role === 'tool')
+        return { ...item, content: pointer };
       const text = plan.replaceText?.get(i);
       if (text === undefined || !isObject(item)) return item;
       if (typeof item.content === 'string') return { ...item, content: text };

@@ -40,6 +40,8 @@ export interface RebuildPlan {
   keep: number[];
   summaryBlock?: string;
   replaceText?: ReadonlyMap<number, string>;
+  /** Messages whose tool results (only those: the calls and any other block stay) become this pointer text. */
+  replaceResults?: ReadonlyMap<number, string>;
 }
 
 /** What usage and tool calls an upstream answer reported, read as it streams past. */

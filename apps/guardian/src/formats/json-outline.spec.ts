@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 
-import { outline, parseField, parseRange, rangeHas, stringField } from './json-outline';
+import { outline, parseField, parseRange, rangeHas, stringField, withoutField } from './json-outline';
 
 const buf = (text: string) => Buffer.from(text, 'utf8');
 
@@ -160,6 +160,33 @@ describe('outline', () => {
         },
       ),
       { numRuns: 3000 },
+    );
+  });
+});
+
+describe('withoutField', () => {
+  const cut = (text: string, key: string): string | undefined => {
+    const body = Buffer.from(text);
+    return withoutField(body, outline(body)!, key)?.toString();
+  };
+
+  it('cuts one member out wherever it stands, every other byte as it came', () => {
+    expect(cut('{"a":1,"cm":{"x":[1]},"b":"c"}', 'cm')).toBe('{"a":1,"b":"c"}');
+    expect(cut('{"cm": {"x": 1} ,\n "b": 2}', 'cm')).toBe('{\n "b": 2}');
+    expect(cut('{"a": "cm", "cm" : 3}', 'cm')).toBe('{"a": "cm"}');
+    expect(cut('{"cm":3}', 'cm')).toBe('{}');
+    expect(cut('{"a":1}', 'cm')).toBeUndefined();
+  });
+
+  it('leaves JSON that parses to the object without the member (property)', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.jsonValue(), fc.nat(), (rest, value, at) => {
+        const entries = Object.entries(rest).filter(([k]) => k !== 'cm');
+        entries.splice(at % (entries.length + 1), 0, ['cm', value]);
+        const text = JSON.stringify(Object.fromEntries(entries), null, at % 3);
+        const out = cut(text, 'cm');
+        expect(JSON.parse(out!)).toEqual(Object.fromEntries(entries.filter(([k]) => k !== 'cm')));
+      }),
     );
   });
 });

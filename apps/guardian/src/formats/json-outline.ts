@@ -86,6 +86,26 @@ export function parseRange(body: Buffer, r: Range): unknown {
   }
 }
 
+/**
+ * The body without one top-level member, every other byte as it came (ADR 0005): the member's key, value and one of
+ * its commas cut out. Undefined when the member is absent. `key` is written without escapes, as JSON keys of the
+ * APIs are.
+ */
+export function withoutField(body: Buffer, o: Outline, key: string): Buffer | undefined {
+  const r = o.fields.get(key);
+  if (!r) return undefined;
+  // Between a member's key and its value there is only a colon and white space: the nearest key before the value is it.
+  const keyAt = body.lastIndexOf(`"${key}"`, r.start, 'latin1');
+  if (keyAt === -1) return undefined;
+  let after = r.end;
+  while (isSpace(body[after])) after++;
+  if (body[after] === COMMA) return Buffer.concat([body.subarray(0, keyAt), body.subarray(after + 1)]);
+  let before = keyAt - 1;
+  while (isSpace(body[before])) before--;
+  const from = body[before] === COMMA ? before : keyAt;
+  return Buffer.concat([body.subarray(0, from), body.subarray(r.end)]);
+}
+
 /** True when `needle` occurs in the bytes of `r` (ASCII needles: a marker, a key name). */
 export function rangeHas(body: Buffer, r: Range, needle: string): boolean {
   const at = body.indexOf(needle, r.start, 'latin1');

@@ -127,6 +127,8 @@ export const responsesAdapter: FormatAdapter = {
   rebuild(conv, plan) {
     const input: unknown[] = plan.keep.map((i) => {
       const item = conv.items[i];
+      const pointer = plan.replaceResults?.get(i);
+      if (pointer !== undefined && isObject(item) && 'output' in item) return { ...item, output: pointer };
       const text = plan.replaceText?.get(i);
       if (text === undefined || !isObject(item)) return item;
       if (typeof item.content === 'string') return { ...item, content: text };

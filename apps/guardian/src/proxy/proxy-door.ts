@@ -10,6 +10,7 @@ import { forwardedPath } from '../http/dot-segments';
 import { GuardianError } from '../http/http-error';
 import type { OwnedRoute } from '../formats/owned-route';
 import type { PrepareInput } from '../compaction/handoff';
+import { editAnswer } from '../compaction/native/answer-edit';
 import { NativeCompaction } from '../compaction/native/native-compaction';
 import {
   readClientSession,
@@ -24,6 +25,12 @@ import { ProxyReporter } from './proxy-reporter';
 /** What the door lets through: whose session the request is, and the upstream path it may go to. */
 export interface Admission extends Pick<PrepareInput, 'sessionHeader' | 'owner'> {
   path: string;
+}
+
+/** The body compaction goes on with, and what the backend's answer needs added (context management's report). */
+export interface Passed {
+  body: Buffer | undefined;
+  answer?: (upstream: UpstreamResponse) => UpstreamResponse;
 }
 
 /**
@@ -82,7 +89,7 @@ export class ProxyDoor {
     route: OwnedRoute | undefined,
     inputFor: (body: Buffer, route: OwnedRoute) => PrepareInput,
     asIs: () => Promise<UpstreamResponse>,
-  ): Promise<{ body: Buffer | undefined } | undefined> {
+  ): Promise<Passed | undefined> {
     const counting = route || !p.body ? undefined : countRoute(p.req.method ?? 'GET', p.url);
     if (counting && p.body) {
       await this.counts.serve(p, counting, inputFor(p.body, counting.as), asIs);
@@ -90,7 +97,10 @@ export class ProxyDoor {
     }
     const native = await this.native.intercept(p.req.method ?? 'GET', p.url, p.body, inputFor);
     if (!native) return { body: p.body };
-    if (native.kind === 'forward') return { body: native.body };
+    if (native.kind === 'forward') {
+      const edit = native.answer;
+      return edit ? { body: native.body, answer: (u) => editAnswer(u, edit) } : { body: native.body };
+    }
     if (native.kind === 'refuse') return this.refuse(p, route, native.error);
     p.res.writeHead(200, {
       'content-type': native.contentType,

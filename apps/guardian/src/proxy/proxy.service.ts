@@ -127,6 +127,8 @@ export class ProxyService implements ProxyHandler {
       this.upstreamFailed(p, err, exchange, gone.aborted, path, alive);
       return;
     }
+    // A native protocol's report on what it did for the backend goes into the answer (docs/native-compaction.md).
+    if (passed.answer) upstream = passed.answer(upstream);
     this.relay(p, upstream, request && this.compaction.follow(request, timing), alive);
   }
 

@@ -27,6 +27,7 @@ import type { CompactionSection } from '../../config/config-sections';
 import { GuardianConfig } from '../../config/guardian-config';
 import type { Decision, NewestCut, RequestContext } from '../handoff';
 import { DecisionReporter } from './decision-reporter';
+import { clearOldResults } from './old-results';
 import { conversationPrefixHashes, requestBytes } from '../request/conversation-reader';
 import { PrecompactJobs } from './precompact-jobs';
 import { addStaleRecall, type RecallFacts } from './stale-recall';
@@ -75,6 +76,23 @@ export class CompactionEngine {
         plan.action === 'reuse',
       );
       return dry;
+    }
+
+    // A new summary would be needed: old tool results cleared first, when that alone fits (issue 32 item 3).
+    if (plan.action === 'compact' && this.config.compaction.clearToolResults) {
+      const cleared = await clearOldResults(ctx, this.archiver);
+      if (cleared) {
+        const decision: Decision = {
+          outcome: 'spilled',
+          body: cleared.body,
+          tokensBefore: count.tokens,
+          tokensAfter: cleared.tokens,
+          rawForwarded: Math.ceil(cleared.tokens / Math.max(count.counter.factor, 0.01)),
+          compactedAt: new Date().toISOString(),
+        };
+        this.reporter.forwarded(ctx, decision, { pins: 0, spilled: 0, cleared: cleared.cleared });
+        return decision;
+      }
     }
 
     // Time this request spends getting its summary: near 0 on a memo hit, a summariser call otherwise (issue 14).

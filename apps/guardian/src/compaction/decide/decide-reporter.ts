@@ -17,6 +17,8 @@ export interface DecidedFacts {
   stretch?: { calls: number; deferred: boolean };
   pins: number;
   spilled: number;
+  /** Messages whose old tool results were replaced by pointers (issue 32 item 3). */
+  cleared?: number;
   /** What the stale-recall block carried (issue 32 item 2). */
   recall?: { excerpts: number; chars: number; names: number };
 }
@@ -200,6 +202,10 @@ export class DecideReporter {
         omitted_tokens: cut.omittedTokens,
         span: cut.ref ?? null,
       });
+    if (f.cleared) {
+      metrics.toolResultsCleared.inc({ route }, f.cleared);
+      state.emit({ kind: 'tool_results_cleared', ...said, cleared: f.cleared });
+    }
     const recall = f.recall;
     if (recall) {
       metrics.staleRecalls.inc({ route });

@@ -14,6 +14,8 @@ export interface DecisionFacts {
   stretch?: StretchResult;
   pins: number;
   spilled: number;
+  /** Messages whose old tool results were replaced by pointers, before any summary (issue 32 item 3). */
+  cleared?: number;
   /** The stale-recall block added after the newest message (issue 32 item 2). */
   recall?: RecallFacts;
 }

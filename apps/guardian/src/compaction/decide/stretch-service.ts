@@ -164,7 +164,7 @@ export class StretchService {
     memo: MemoEntry | undefined,
     from: number,
     cut: number,
-    opts: { precomputed?: boolean } = {},
+    opts: { precomputed?: boolean; instructions?: string } = {},
   ): Promise<StretchResult> {
     const prefixHash = hashes[cut] ?? '';
     const key = `${ctx.session.stateHash}:${prefixHash}`;
@@ -175,9 +175,10 @@ export class StretchService {
       return existing.then((r) =>
         this.forRequest(ctx, { ...r, calls: 0, chunked: false, waited: true }, precomputed),
       );
-    const p = this.summariseOnce(ctx, prefixHash, memo, from, cut, precomputed).finally(() =>
-      this.inflight.delete(key),
-    );
+    const p = this.summariseOnce(ctx, prefixHash, memo, from, cut, {
+      precomputed,
+      instructions: opts.instructions,
+    }).finally(() => this.inflight.delete(key));
     this.inflight.set(key, p);
     return p.then((r) => this.forRequest(ctx, r, precomputed));
   }
@@ -203,7 +204,7 @@ export class StretchService {
     memo: MemoEntry | undefined,
     from: number,
     cut: number,
-    precomputed: boolean,
+    { precomputed, instructions }: { precomputed: boolean; instructions?: string | undefined },
   ): Promise<StretchResult> {
     const stored = (entry: MemoEntry, waited: boolean): StretchResult => ({
       entry,
@@ -236,7 +237,8 @@ export class StretchService {
       }
       const { conv } = ctx;
       const evicted = evictedIndexes(conv.messages, from, cut);
-      const { result, failure } = await this.summary(ctx, evicted, from > 0 ? memo?.summary : undefined);
+      const prior = from > 0 ? memo?.summary : undefined;
+      const { result, failure } = await this.summary(ctx, evicted, prior, instructions);
       // A checkpoint goes out now only where the client's bytes cannot: the upstream refused them (overflow
       // recovery), or they exceed the window itself. Otherwise this turn fails open as before, and the memoized
       // checkpoint serves the next turns instead of asking the failing model again (issue 20, ADR 0007).
@@ -308,6 +310,7 @@ export class StretchService {
     ctx: RequestContext,
     evicted: readonly number[],
     prior: string | undefined,
+    instructions?: string,
   ): Promise<{ result: SummaryResult; failure?: SummariseError }> {
     const { conv } = ctx;
     const maxChars = transcriptLineMaxChars({
@@ -328,6 +331,7 @@ export class StretchService {
         signal: ctx.input.signal,
         route: conv.route,
         ownerHash: ctx.session.ownerHash,
+        ...(instructions ? { instructions } : {}),
       });
       if (result.chunked) {
         this.reporter.summaryChunked(ctx, result.calls);

@@ -55,6 +55,8 @@ export interface SummariseInput {
   route: 'chat' | 'messages' | 'responses';
   /** Team mode: the owner of the conversation summarised, whose usage the summary's tokens count in. */
   ownerHash?: string;
+  /** The client's summarisation instructions (a native compaction's `instructions`). */
+  instructions?: string;
 }
 
 /**
@@ -118,6 +120,7 @@ export class Summariser {
       const prompt = buildSummaryPrompt(group, summary, {
         nonce: randomBytes(9).toString('base64url'),
         toolArgChars: summariser.toolArgChars,
+        ...(input.instructions ? { instructions: input.instructions } : {}),
       });
       const replaced: ReplacedText = { lines: input.lines, callLines: group, prior: summary };
       let text = await this.call(input, prompt, maxTokens);

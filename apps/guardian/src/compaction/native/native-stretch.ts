@@ -38,8 +38,14 @@ export class NativeStretch {
     private readonly sealer: HandleSealer,
   ) {}
 
-  /** `sealContent`: the handle vouches for the block's text too (Anthropic's readable `content`). */
-  async compact(input: PrepareInput, opts: { sealContent: boolean }): Promise<NativeCompacted> {
+  /**
+   * `sealContent`: the handle vouches for the block's text too (Anthropic's readable `content`); `instructions`: the
+   * client's own, added to guardian's summary prompt.
+   */
+  async compact(
+    input: PrepareInput,
+    opts: { sealContent: boolean; instructions?: string | null | undefined },
+  ): Promise<NativeCompacted> {
     const read = await this.requests.read(input);
     if (read.kind === 'unchanged')
       throw new GuardianError('GUARDIAN_BAD_REQUEST', 'nothing in this request to compact', 400);
@@ -48,7 +54,8 @@ export class NativeStretch {
     const ctx = { ...read.ctx, reason: 'overflow' as const };
     const hashes = conversationPrefixHashes(ctx.conv);
     const cut = ctx.conv.messages.length;
-    const { entry } = await this.stretches.summarise(ctx, hashes, undefined, 0, cut);
+    const instructions = opts.instructions ?? undefined;
+    const { entry } = await this.stretches.summarise(ctx, hashes, undefined, 0, cut, { instructions });
     // Pins are derived from the messages a client resends; after a native compaction it resends none of them, so the
     // memo entry carries them for the expansion.
     const pins = carriedPins({
@@ -75,6 +82,19 @@ export class NativeStretch {
       usage: { inputTokens: ctx.count.tokens, outputTokens: tokens(entry.summary.length) },
       tokens,
     };
+  }
+
+  /**
+   * The request's input tokens and its estimate of a character count, as guardian's budget measures them (the
+   * context-editing triggers compare against it); undefined when the request stage does not read this request.
+   */
+  async measure(
+    input: PrepareInput,
+  ): Promise<{ total: number; tokens: (chars: number) => number } | undefined> {
+    const read = await this.requests.read(input);
+    if (read.kind === 'unchanged') return undefined;
+    const { counter } = read.ctx.count;
+    return { total: read.ctx.count.tokens, tokens: (chars) => tokensForChars(chars, counter) };
   }
 
   /** The summary block a handle stands for; refuses a handle that does not verify (or does not match `content`). */

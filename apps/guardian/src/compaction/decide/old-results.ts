@@ -1,0 +1,44 @@
+import { KEPT_TOOL_RESULTS, planResultClearing, toolResultPointer } from '@guardian/compaction';
+
+import type { RequestContext } from '../handoff';
+import { requestBytes } from '../request/conversation-reader';
+import type { StretchArchiver } from './stretch-archiver';
+
+/** A request whose old tool results were replaced by pointers to their archived spans, and what that saved. */
+export interface ClearedRequest {
+  body: Buffer;
+  tokens: number;
+  cleared: number;
+}
+
+/**
+ * Guardian's first measure over budget, before any summary (issue 32 item 3; observation masking, which matches LLM
+ * summaries at half the cost: The Complexity Trap, 2025): the oldest tool results, not their calls, become a pointer
+ * to the span that archives them, the newest KEPT_TOOL_RESULTS whole, no more cleared than the budget needs.
+ * Undefined when that is not enough to fit: the caller summarises as before.
+ */
+export async function clearOldResults(
+  ctx: RequestContext,
+  archiver: StretchArchiver,
+): Promise<ClearedRequest | undefined> {
+  const { conv, count, budget } = ctx;
+  const plan = planResultClearing(conv.messages, {
+    keep: KEPT_TOOL_RESULTS,
+    enough: count.tokens - budget.budget,
+    counter: count.counter,
+  });
+  if (!plan) return undefined;
+  const replaceResults = new Map<number, string>();
+  for (const c of plan.cleared) {
+    // Archived once per session and message, as a spilled paste is: the pointer names where the original is.
+    const ref = await archiver.spill(ctx, c.index);
+    replaceResults.set(c.index, toolResultPointer({ tool: c.tool, tokens: c.tokens, ref: ref?.ref }));
+  }
+  const keep = conv.messages.map((_, i) => i);
+  const json = ctx.adapter.rebuild(conv, { keep, replaceResults });
+  return {
+    body: requestBytes(json, conv, ctx.adapter.itemsKey),
+    tokens: count.tokens - plan.tokens,
+    cleared: plan.cleared.length,
+  };
+}
