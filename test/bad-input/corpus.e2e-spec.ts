@@ -95,9 +95,10 @@ describe('the bad-input corpus', () => {
 
   it('made no folder but its own in the data folder', async () => {
     expect((await readdir(stack.dataDir)).sort()).toEqual(expect.arrayContaining(['spans']));
-    // native-compaction.key: the deployment's handle key, made at first start (docs/native-compaction.md).
+    // native-compaction.key: the deployment's handle key, made at first start (docs/native-compaction.md);
+    // usage: the usage log of answered requests and summariser calls (ADR 0027).
     for (const entry of await readdir(stack.dataDir))
-      expect(['spans', 'log', 'receipts', 'native-compaction.key']).toContain(entry);
+      expect(['spans', 'log', 'receipts', 'usage', 'native-compaction.key']).toContain(entry);
   });
 
   it.each([

@@ -275,7 +275,7 @@ describe('anthropicAdapter summariser call and answers', () => {
       },
       json,
     );
-    expect(json).toEqual({ toolNames: ['search_spans'], promptTokens: 1050 });
+    expect(json).toEqual({ toolNames: ['search_spans'], promptTokens: 1050, completionTokens: 5 });
 
     const streamed = { toolNames: [] as string[], promptTokens: undefined as number | undefined };
     const events = [
@@ -290,7 +290,8 @@ describe('anthropicAdapter summariser call and answers', () => {
       { type: 'message_stop' },
     ];
     for (const e of events) anthropicAdapter.observe(e, streamed);
-    expect(streamed).toEqual({ toolNames: ['read_span'], promptTokens: 321 });
+    // The output count of message_delta wins over message_start's first one.
+    expect(streamed).toEqual({ toolNames: ['read_span'], promptTokens: 321, completionTokens: 7 });
   });
 });
 

@@ -70,6 +70,7 @@ describe('AnswerReader', () => {
     const text = `${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')}data: [DONE]\n\n`;
     expect(read(chatAdapter, 'text/event-stream', pieces(text, 9))).toEqual({
       promptTokens: 11,
+      completionTokens: 2,
       toolNames: ['read_span'],
     });
   });
