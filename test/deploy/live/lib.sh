@@ -86,10 +86,15 @@ json_field() {
 }
 
 # all_anchored OUTPUT: `context-guardian-recall --verify --all` said "<run> OK (anchored)" for every run
-# (at least one) and closed with "N run(s) checked: all OK".
+# (at least one), "log <writer> OK (...)" for every writer's log (at least one: each span writer keeps
+# one, issue 29), and closed with "N run(s), M log(s) checked: all OK".
 all_anchored() {
-  local runs; runs="$(sed '$d' <<<"$1")"
-  [[ -n "$runs" ]] && ! grep -qv ' OK (anchored)$' <<<"$runs" && tail -1 <<<"$1" | grep -q 'checked: all OK$'
+  local body runs logs; body="$(sed '$d' <<<"$1")"
+  runs="$(grep -v '^log ' <<<"$body")"; logs="$(grep '^log ' <<<"$body")"
+  [[ -n "$runs" && -n "$logs" ]] &&
+    ! grep -qv ' OK (anchored)$' <<<"$runs" &&
+    ! grep -qv '^log [^ ]* OK (' <<<"$logs" &&
+    tail -1 <<<"$1" | grep -q 'checked: all OK$'
 }
 
 # stop_pids PIDFILE...: stops the processes named in the files, one after the other in the order given
