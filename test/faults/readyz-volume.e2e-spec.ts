@@ -34,7 +34,7 @@ describe('/readyz on a span volume that fills up, turns read-only and disappears
     await volume.unfill();
     expect(await readyz()).toMatchObject({ span_volume: 'writable' });
 
-    volume.readOnly();
+    await volume.readOnly();
     expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'read-only' });
     volume.readWrite();
 
@@ -44,7 +44,7 @@ describe('/readyz on a span volume that fills up, turns read-only and disappears
     expect(existsSync(join(volume.dir, 'spans'))).toBe(false);
 
     // Missing and impossible to create (a fresh root-owned bind mount, for the image's uid): read-only, not missing.
-    volume.readOnly();
+    await volume.readOnly();
     expect(await readyz()).toMatchObject({ http: 200, status: 'ready', span_volume: 'read-only' });
     volume.readWrite();
     expect(await readyz()).toMatchObject({ span_volume: 'missing' });
@@ -59,7 +59,7 @@ describe('a data volume that is read-only from the first start', () => {
 
   beforeAll(async () => {
     volume = await mountTmpfs(2 * 1024 * 1024);
-    volume.readOnly();
+    await volume.readOnly();
     stack = await startStack({ env: { GUARDIAN_DATA_DIR: volume.dir } });
   });
   afterAll(async () => {

@@ -92,6 +92,34 @@ export async function writeFileInPlace(
   hooks.afterRename?.();
 }
 
+/**
+ * Creates `target` with `data` unless it exists, never showing a reader a partly written file: the bytes are written
+ * and fsynced under a temp name, then linked to `target` (link, unlike rename, refuses to replace). Of two processes
+ * creating one file at once, exactly one wins; the other gets `false` and reads the winner's whole file.
+ */
+export async function createFileOnce(target: string, data: string | Uint8Array): Promise<boolean> {
+  const tmp = tempName(target);
+  const handle = await fsp.open(tmp, 'wx', FILE_MODE);
+  try {
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    try {
+      await fsp.link(tmp, target);
+    } catch (err) {
+      if (isErrno(err, 'EEXIST')) return false;
+      throw err;
+    }
+    await fsyncDir(path.dirname(target));
+    return true;
+  } finally {
+    await fsp.rm(tmp, { force: true });
+  }
+}
+
 /** Appends bytes and fsyncs before returning. */
 export async function appendDurable(target: string, data: string | Uint8Array): Promise<void> {
   const handle = await fsp.open(target, 'a', FILE_MODE);

@@ -3,7 +3,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 
 import { ArchiveError } from './archive-error';
-import { FILE_MODE, ensureDir, fsyncDir, isErrno } from './durable-fs';
+import { createFileOnce, ensureDir, isErrno } from './durable-fs';
 import { parseSignerKey, signerKeyText } from './signed-note';
 
 /**
@@ -23,13 +23,12 @@ export async function loadLogKey(opts: { file: string; create: boolean; name: st
   }
   const seed = randomBytes(32);
   await ensureDir(path.dirname(opts.file));
+  let created: boolean;
   try {
-    await fsp.writeFile(opts.file, `${signerKeyText(opts.name, seed)}\n`, { mode: FILE_MODE, flag: 'wx' });
-    await fsyncDir(path.dirname(opts.file));
-    return seed;
+    created = await createFileOnce(opts.file, `${signerKeyText(opts.name, seed)}\n`);
   } catch (err) {
-    // Another writer on the volume made it first: use theirs, so one volume has one key.
-    if (isErrno(err, 'EEXIST')) return loadLogKey({ ...opts, create: false });
     throw new ArchiveError('ARCHIVE_WRITE_FAILED', `log key ${opts.file} cannot be created`, { cause: err });
   }
+  // Another writer on the volume made it first: use theirs, so one volume has one key.
+  return created ? seed : loadLogKey({ ...opts, create: false });
 }

@@ -48,6 +48,9 @@ export class WriterLog {
   /** Settles once every entry handed over so far is in a checkpoint, or has failed and been reported. */
   async settled(): Promise<void> {
     await this.opening;
+    // Entries still waiting on a log that failed to open (a key being made by another writer, a full volume): one
+    // more try before shutdown, not only at the next commit, which may never come.
+    if (this.log === null && this.waiting.length > 0) await (this.opening ??= this.open());
     await this.log?.settled();
   }
 

@@ -1,5 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, openSync, readFileSync, writeSync, closeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 
 import { codeOf, CodedError } from '@guardian/errors';
@@ -19,21 +29,28 @@ export class HandleKeyError extends CodedError<'NATIVE_KEY_UNUSABLE'> {
  * that would refuse every other replica's handles.
  */
 export function loadHandleKey(path: string, opts: { mustExist: boolean }): Buffer {
-  if (!opts.mustExist) {
+  if (!opts.mustExist && !existsSync(path)) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    // Written whole under a temp name, then linked into place (link refuses to replace): a replica starting beside
+    // another never reads a key file the other is still writing, and of two, exactly one key wins.
+    const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     try {
-      const fd = openSync(path, 'wx', 0o600);
+      const fd = openSync(tmp, 'wx', 0o600);
       try {
         writeSync(fd, `${randomBytes(KEY_BYTES).toString('base64url')}\n`);
+        fsyncSync(fd);
       } finally {
         closeSync(fd);
       }
+      linkSync(tmp, path);
     } catch (err) {
       // EEXIST: made at an earlier start or by another replica; it is read below.
       if (codeOf(err) !== 'EEXIST')
         throw new HandleKeyError('NATIVE_KEY_UNUSABLE', `cannot create the handle key file ${path}`, {
           cause: err,
         });
+    } finally {
+      rmSync(tmp, { force: true });
     }
   }
   let text: string;
