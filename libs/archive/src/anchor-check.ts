@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { ReadChain } from './chain-reader';
 import { isErrno } from './durable-fs';
 import { readJsonl } from './jsonl';
-import type { ChainBreak } from './verify';
+import type { ChainBreak } from './chain-break';
 
 const AnchorLineSchema = z.object({ seq: z.number().int().positive(), head: z.string() });
 

@@ -42,7 +42,8 @@ export {
   type UsageLogInput,
   type UsageLogRow,
 } from './usage-log';
-export { verifyArchive, verifyRun, type ChainBreak, type RunVerdict } from './verify';
+export type { ChainBreak } from './chain-break';
+export { verifyArchive, verifyRun, type RunVerdict } from './verify';
 export { verifyIncrement, type VerifyCursor } from './verify-increment';
 
 // The archive as a transparency log (issue 29, docs/ARCHIVE_FORMAT.md#the-log).

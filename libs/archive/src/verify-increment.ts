@@ -8,7 +8,7 @@ import { GENESIS_PREV } from './chain-line';
 import { checkLine } from './chain-reader';
 import { isErrno } from './durable-fs';
 import type { SealedHead } from './run-writer';
-import type { ChainBreak } from './verify';
+import type { ChainBreak } from './chain-break';
 
 /** How far a run has been verified: its first `seq` lines (`bytes` bytes of chain.jsonl), ending in `head`. */
 export type VerifyCursor = SealedHead;

@@ -6,28 +6,11 @@ import { checkAnchor } from './anchor-check';
 import { ArchiveError } from './archive-error';
 import { JOURNAL_FILE, SPAN_FILE, TEMP_FILE, assertRunId, runDir } from './archive-paths';
 import { assertRunVisible, runFiles, scopedRunIds } from './archive-reader';
+import type { ChainBreak } from './chain-break';
 import type { ChainLine } from './chain-line';
 import { headOf, readChain, type ChainHead, type ReadChain } from './chain-reader';
 import { isErrno } from './durable-fs';
 import type { ArchiveScope } from './owners';
-
-/** The kinds of break --verify names (seed "Prove it"; docs/ARCHIVE_FORMAT.md §"Verification"). */
-type BreakKind =
-  | 'content-changed'
-  | 'file-missing'
-  | 'entry-edited'
-  | 'entry-reordered'
-  | 'chain-forked'
-  | 'unsealed-file'
-  | 'anchor-mismatch';
-
-export interface ChainBreak {
-  kind: BreakKind;
-  /** The chain line where it was found, when it is tied to one. */
-  seq: number | null;
-  file: string | null;
-  detail: string;
-}
 
 export interface RunVerdict {
   run: string;

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 
 import type { UpstreamResponse } from '@guardian/upstream';
@@ -6,16 +7,22 @@ import { ownedRoute } from '../formats/owned-route';
 import { apiStyleOf } from '../http/api-style';
 import { toHttpError } from '../http/http-error';
 import { shuttingDown } from '../http/serving-state';
-import type { ProxiedRequest } from './proxy-front';
 
 /** How long a stream caught between two events gets to reach the end of the one it is in before the error frame. */
 const EVENT_END_WAIT_MS = 1000;
 /** How long the ended streams get to hand their last frame to the socket before every connection is closed. */
 const FLUSH_WAIT_MS = 2000;
 
+/** What this file needs of a proxied request (proxy-front.ts's ProxiedRequest has it): its route and its socket. */
+export interface StreamedRequest {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: string;
+}
+
 /** One streamed answer being piped to its client. */
 interface OpenStream {
-  p: ProxiedRequest;
+  p: StreamedRequest;
   body: Readable;
   /** The answer's bytes so far end where an event ends (a blank line), so a frame of ours can follow. */
   atEventEnd: boolean;
@@ -35,7 +42,7 @@ export class OpenStreams {
   private readonly open = new Set<OpenStream>();
 
   /** Follows the upstream's body piped into `p.res` until the answer is done; a non-SSE answer is not followed. */
-  follow(p: ProxiedRequest, upstream: UpstreamResponse): void {
+  follow(p: StreamedRequest, upstream: UpstreamResponse): void {
     const type = upstream.headers['content-type'];
     if (typeof type !== 'string' || !type.startsWith('text/event-stream')) return;
     const body = upstream.body;
@@ -100,12 +107,12 @@ export class OpenStreams {
 
 /** The route's own SSE error event: Anthropic's `event: error`, OpenAI's data line with `error` (and `event: error` on
  * the Responses route, whose stream names every event). */
-export function errorFrame(p: Pick<ProxiedRequest, 'url' | 'req'>, err: unknown = shuttingDown()): string {
+export function errorFrame(p: Pick<StreamedRequest, 'url' | 'req'>, err: unknown = shuttingDown()): string {
   return errorFrameOf(p, toHttpError(err, apiStyleOf(p.url, p.req.headers)).body);
 }
 
 /** The route's SSE error event carrying `body`, a JSON error body on one line (the upstream's own, or guardian's). */
-export function errorFrameOf(p: Pick<ProxiedRequest, 'url' | 'req'>, body: string): string {
+export function errorFrameOf(p: Pick<StreamedRequest, 'url' | 'req'>, body: string): string {
   const named =
     apiStyleOf(p.url, p.req.headers) === 'anthropic' ||
     ownedRoute(p.req.method ?? 'GET', p.url) === 'responses';
