@@ -11,7 +11,7 @@ import { startGuardian, type RunningGuardian } from '../../apps/guardian/src/boo
 import { GuardianConfig } from '../../apps/guardian/src/config/guardian-config';
 import type { Stack } from '../support/stack';
 import { until } from '../support/wait';
-import { compactOnce, openChromium, startWindowStack, WINDOW_ENV } from './support';
+import { compactOnce, openChromium, overBudgetChat, startWindowStack, WINDOW_ENV } from './support';
 
 // Issue 31: the console. Its history is read from what the sidecar keeps (the compaction log on the volume), so a
 // page opened late, reloaded, or served by a restarted sidecar shows what happened before it opened. The page's
@@ -222,8 +222,25 @@ describe('the console in headless Chromium', () => {
     expect(await page.evaluate('document.activeElement.id')).toBe('session-name');
     await page.keyboard.press('Escape');
     await page.locator('#session-panel').waitFor({ state: 'hidden' });
-    // Focus goes back to the session's button, also when a refresh re-drew the list in between.
-    await page.waitForFunction("document.activeElement && document.activeElement.tagName === 'BUTTON'");
+    const aliceId = await name.getAttribute('data-session-id');
+    const focused = (): Promise<unknown> =>
+      page.evaluate('document.activeElement.dataset.sessionId ?? document.activeElement.tagName');
+    expect(await focused()).toBe(aliceId);
+    // A compaction of another session re-draws the list (the page asks again on its event): the focus stays on
+    // alice-1's button. (A string waitForFunction cannot poll here: the page's CSP refuses eval.)
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: 'Bearer sk-test',
+        'x-guardian-session': 'alice-2',
+      },
+      body: overBudgetChat({ tag: 'keyboard-refresh' }),
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    await page.locator('#session-list button', { hasText: 'alice-2' }).waitFor();
+    expect(await focused()).toBe(aliceId);
     await page.close();
   });
 });
