@@ -5,13 +5,14 @@ import type { HistoryAnswer, UsageSummaryAnswer } from '@guardian/client';
 
 import type { CliIo } from '../../apps/cli/src/common/cli-io';
 import { main as recall } from '../../apps/cli/src/recall/main';
-import { openChromium } from '../dashboard/support';
 import { until } from '../support/wait';
-import { chatAs, startTeamStack, TOKENS, type TeamStack, type Who } from './support';
+import { chatAs, startTeamStack, TOKENS, type TeamStack, type Who } from '../team/support';
+import { openChromium } from './support';
 
-// Issue 31 in team mode: a developer's console shows their own sessions, usage and spans, none of another's; the
-// admin's shows each developer's 24 h totals, and they equal `context-guardian-recall --savings` run with that
-// developer's token through the sidecar, to the token.
+// Issue 31 in team mode (its Done-when: the Chromium tests in test/dashboard): a developer's console shows their own
+// sessions, usage and spans, none of another's; the admin's shows each developer's 24 h totals, and they equal
+// `context-guardian-recall --savings` run with that developer's token through the sidecar, to the token. The team
+// stack (tokens file, developers) is test/team's.
 
 const ALICE_MARK = 'ALICE-SECRET-5521';
 const BOB_MARK = 'BOB-OKAPI-8803';
