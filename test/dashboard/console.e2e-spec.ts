@@ -1,6 +1,3 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
-
 import OpenAI from 'openai';
 import type { Page } from 'playwright-core';
 
@@ -11,15 +8,14 @@ import { startGuardian, type RunningGuardian } from '../../apps/guardian/src/boo
 import { GuardianConfig } from '../../apps/guardian/src/config/guardian-config';
 import type { Stack } from '../support/stack';
 import { until } from '../support/wait';
+import { boxBetween, cspDirectives, lowContrast, screenshot } from './page-checks';
 import { compactOnce, openChromium, startWindowStack, WINDOW_ENV } from './support';
 
 // Issue 31: the console. Its history is read from what the sidecar keeps (the compaction log on the volume), so a
 // page opened late, reloaded, or served by a restarted sidecar shows what happened before it opened. The page's
-// clock is moved ten minutes on (Playwright's clock) instead of waiting ten real minutes.
+// clock is moved ten minutes on (Playwright's clock) instead of waiting ten real minutes. The README's screenshots
+// (docs/images/console.png, console-phone.png) are made here (page-checks.ts `screenshot`).
 
-const ARTIFACTS = join(__dirname, '..', 'artifacts');
-/** The README's tour shows this screenshot; the test run makes it. */
-const TOUR_SHOT = join(__dirname, '..', '..', 'docs', 'images', 'console.png');
 const PLANTED = 'PLANTED-QZX-4471';
 const MARKUP = '<img src=x onerror="window.pwned=1">';
 
@@ -55,9 +51,32 @@ describe('the console in headless Chromium', () => {
     await stack?.close();
   });
 
-  async function open(url: string, opts: { minutesLater?: number; width?: number } = {}): Promise<Page> {
+  /** A new sidecar process on the same volume, without Redis (the memo is the process's own): the url it serves. */
+  async function restart(): Promise<string> {
+    await stack.stopGuardian();
+    await restarted?.close(200);
+    const config = GuardianConfig.fromEnv(
+      {
+        ...WINDOW_ENV,
+        GUARDIAN_UPSTREAM_URL: stack.stub.baseUrl,
+        GUARDIAN_DATA_DIR: stack.dataDir,
+        GUARDIAN_LOG_LEVEL: 'silent',
+        GUARDIAN_PRECOMPACT_THRESHOLD: '0',
+        GUARDIAN_KEEPALIVE_MS: '0',
+      },
+      { version: 'test', home: stack.dataDir },
+    );
+    restarted = await startGuardian(config, createLogger({ level: 'silent' }), { port: 0 });
+    return restarted.url;
+  }
+
+  async function open(
+    url: string,
+    opts: { minutesLater?: number; width?: number; scheme?: 'light' | 'dark' } = {},
+  ): Promise<Page> {
     const page = await browser.context.newPage();
     if (opts.width !== undefined) await page.setViewportSize({ width: opts.width, height: 844 });
+    if (opts.scheme !== undefined) await page.emulateMedia({ colorScheme: opts.scheme });
     // Date.now() in the page only; its timers keep running (Playwright clock.setFixedTime).
     if (opts.minutesLater !== undefined)
       await page.clock.setFixedTime(new Date(Date.now() + opts.minutesLater * 60_000));
@@ -67,7 +86,8 @@ describe('the console in headless Chromium', () => {
   }
 
   it('a page opened 10 minutes after 29 compactions shows all 29, after a reload and a restart too', async () => {
-    for (let i = 1; i <= 29; i++) expect(await compactOnce(stack, { tag: `history-${i}` })).toBe(200);
+    for (let i = 1; i <= 29; i++)
+      expect(await compactOnce(stack, { tag: `history-${i}`, session: 'nightly-evals' })).toBe(200);
     // The log line is written behind each answer: the page is opened once all 29 are on the volume.
     await until('29 compactions in the log', async () => (await historyTotal(stack.guardian.url)) === 29);
 
@@ -86,20 +106,7 @@ describe('the console in headless Chromium', () => {
     await page.close();
 
     // A new process on the same volume: the history is still there.
-    await stack.stopGuardian();
-    const config = GuardianConfig.fromEnv(
-      {
-        ...WINDOW_ENV,
-        GUARDIAN_UPSTREAM_URL: stack.stub.baseUrl,
-        GUARDIAN_DATA_DIR: stack.dataDir,
-        GUARDIAN_LOG_LEVEL: 'silent',
-        GUARDIAN_PRECOMPACT_THRESHOLD: '0',
-        GUARDIAN_KEEPALIVE_MS: '0',
-      },
-      { version: 'test', home: stack.dataDir },
-    );
-    restarted = await startGuardian(config, createLogger({ level: 'silent' }), { port: 0 });
-    const after = await open(restarted.url, { minutesLater: 10 });
+    const after = await open(await restart(), { minutesLater: 10 });
     await after.locator('#chart-total', { hasText: '29 compactions in the last 60 minutes.' }).waitFor();
     await after.close();
   });
@@ -148,8 +155,26 @@ describe('the console in headless Chromium', () => {
     expect(await page.locator('#session-compactions tr[data-kind="compaction"]').count()).toBe(
       alice?.compactions,
     );
+    // Its compactions over time, on the finest scale that holds them: all within the last few minutes.
+    expect(await page.locator('#session-chart').getAttribute('data-total')).toBe(String(alice?.compactions));
+    expect(await page.locator('#session-chart-scale').textContent()).toBe(
+      'Compactions per minute, last hour.',
+    );
     const evicted = page.locator('#session-spans pre', { hasText: PLANTED });
     await evicted.waitFor();
+    // The spans are shown in the compactions' order (newest first), whichever read answers first.
+    expect(
+      await page
+        .locator('#session-spans .span')
+        .evaluateAll((boxes) =>
+          boxes.map((b) => `${b.getAttribute('data-run')} #${b.getAttribute('data-span')}`),
+        ),
+    ).toEqual(
+      detail.compactions
+        .filter((c) => c.run !== null && c.span !== null)
+        .slice(0, 5)
+        .map((c) => `${c.run} #${c.span}`),
+    );
     expect(await evicted.textContent()).toContain(MARKUP);
     expect(await page.locator('#session-spans img').count()).toBe(0);
     expect(await page.evaluate('window.pwned ?? null')).toBeNull();
@@ -160,12 +185,27 @@ describe('the console in headless Chromium', () => {
       .locator('pre.proof', { hasText: 'c2sp.org/tlog-proof' })
       .waitFor({ state: 'attached' });
 
-    // The search box: the recall API's search over the archive finds the planted token's span.
+    // The hand-off, where the sidecar serves one for the session: linked from its page, and shown as text.
+    await page.click('#handoff-open');
+    const handoff = page.locator('#handoff-text', { hasText: PLANTED });
+    await handoff.waitFor();
+    expect(await handoff.textContent()).toMatch(
+      /^# Context Guardian hand-off\n\n## Goal\n.*PLANTED-QZX-4471/,
+    );
+    expect(await page.locator('#session-panel img').count()).toBe(0);
+    expect(await page.evaluate('window.pwned ?? null')).toBeNull();
+
+    // The search box: the recall API's search over the archive finds the planted token in the span that holds it.
+    const planted = page.locator('#session-spans .span', { hasText: PLANTED });
+    const plantedAt = [await planted.getAttribute('data-run'), await planted.getAttribute('data-span')];
+    expect(runs.has(plantedAt[0] ?? null)).toBe(true);
     await page.fill('#search-input', PLANTED);
     await page.press('#search-input', 'Enter');
-    const hit = page.locator('#search-results li', { hasText: PLANTED }).first();
-    await hit.waitFor();
-    expect(runs.has(await hit.getAttribute('data-run'))).toBe(true);
+    await page.locator('#search-results li', { hasText: PLANTED }).first().waitFor();
+    const hits = await page
+      .locator('#search-results li')
+      .evaluateAll((lis) => lis.map((li) => [li.getAttribute('data-run'), li.getAttribute('data-span')]));
+    expect(hits).toEqual([plantedAt]);
 
     // The live events, filtered to compactions of alice-1: every row shown is one.
     await page.selectOption('#event-kind', 'compaction');
@@ -185,11 +225,17 @@ describe('the console in headless Chromium', () => {
       .filter({ hasText: summary.periods['24h'].total.tokens_kept_out.toLocaleString('en-US') })
       .waitFor();
 
-    await mkdir(ARTIFACTS, { recursive: true });
-    await mkdir(join(TOUR_SHOT, '..'), { recursive: true });
-    await page.evaluate('window.scrollTo(0, 0)');
-    await page.screenshot({ path: TOUR_SHOT });
-    await page.screenshot({ path: join(ARTIFACTS, 'console.png'), fullPage: true });
+    // The README's tour: the sessions by name, with alice-1's page open down to the first text it evicted.
+    await page.click('#handoff-open');
+    await page.locator('#handoff-text').waitFor({ state: 'hidden' });
+    await until(
+      'every span read',
+      async () => (await page.locator('#session-spans [aria-busy]').count()) === 0,
+    );
+    await screenshot(page, 'console.png', {
+      clip: await boxBetween(page, '#sessions-view', '#session-spans .span'),
+      docs: true,
+    });
     await page.close();
   });
 
@@ -208,6 +254,14 @@ describe('the console in headless Chromium', () => {
     await page.locator('#search-results li').first().waitFor();
     const [scrollOpen, clientOpen] = await pageWidths(page);
     expect(scrollOpen).toBe(clientOpen);
+    await until(
+      'every span read',
+      async () => (await page.locator('#session-spans [aria-busy]').count()) === 0,
+    );
+    await screenshot(page, 'console-phone.png', {
+      clip: await boxBetween(page, '#session-panel', '#session-spans .span'),
+      docs: true,
+    });
     await page.close();
   });
 
@@ -222,8 +276,110 @@ describe('the console in headless Chromium', () => {
     expect(await page.evaluate('document.activeElement.id')).toBe('session-name');
     await page.keyboard.press('Escape');
     await page.locator('#session-panel').waitFor({ state: 'hidden' });
-    // Focus goes back to the session's button, also when a refresh re-drew the list in between.
-    await page.waitForFunction("document.activeElement && document.activeElement.tagName === 'BUTTON'");
+    const aliceId = await name.getAttribute('data-session-id');
+    const focused = (): Promise<unknown> =>
+      page.evaluate('document.activeElement.dataset.sessionId ?? document.activeElement.tagName');
+    expect(await focused()).toBe(aliceId);
+    // A compaction of another session re-draws the list (the page asks again on its event): the focus stays on
+    // alice-1's button. (A string waitForFunction cannot poll here: the page's CSP refuses eval.)
+    expect(await compactOnce({ baseURL: `${url}/v1` }, { tag: 'keyboard-refresh', session: 'alice-2' })).toBe(
+      200,
+    );
+    await page.locator('#session-list button', { hasText: 'alice-2' }).waitFor();
+    expect(await focused()).toBe(aliceId);
+    await page.close();
+  });
+
+  it('is served under its own CSP: a fresh nonce per load, nothing else may run, eval refused', async () => {
+    const url = restarted?.url ?? stack.guardian.url;
+    const page = await browser.context.newPage();
+    const nonces: string[] = [];
+    for (let load = 0; load < 2; load++) {
+      const res = await page.goto(`${url}/guardian/health`);
+      const csp = cspDirectives(res?.headers()['content-security-policy']);
+      const nonce = /^'nonce-([A-Za-z0-9+/=]{22,})'$/.exec(csp['script-src']?.join(' ') ?? '')?.[1] ?? '';
+      expect(csp).toEqual({
+        'default-src': ["'none'"],
+        'script-src': [`'nonce-${nonce}'`],
+        'style-src': [`'nonce-${nonce}'`],
+        'connect-src': ["'self'"],
+        'img-src': ["'self'", 'data:'],
+        'base-uri': ["'none'"],
+        'form-action': ["'none'"],
+        'frame-ancestors': ["'none'"],
+      });
+      expect(res?.headers()['x-content-type-options']).toBe('nosniff');
+      // The page's one script and one style carry that nonce (a browser hides the attribute, not the property).
+      expect(
+        await page.evaluate<string[]>(
+          "Array.from(document.querySelectorAll('script, style'), (el) => el.tagName + ' ' + el.nonce)",
+        ),
+      ).toEqual([`STYLE ${nonce}`, `SCRIPT ${nonce}`]);
+      nonces.push(nonce);
+    }
+    expect(nonces[0]).not.toBe(nonces[1]);
+    await page.locator('#stream-status', { hasText: 'live' }).waitFor();
+    // The browser enforces it: a script added without the nonce does not run, and one with it may not eval. Its eval
+    // runs from a timer: inside a DevTools evaluation (page.evaluate) Chromium lets eval through whatever the CSP.
+    const added = (withNonce: boolean, code: string) =>
+      page.evaluate(
+        `(() => { const s = document.createElement('script'); ${withNonce ? `s.nonce = ${JSON.stringify(nonces[1])};` : ''} s.textContent = ${JSON.stringify(code)}; document.body.append(s); })()`,
+      );
+    await added(false, 'window.injected = 1');
+    await added(
+      true,
+      "setTimeout(() => { try { eval('1'); window.evaluated = 'ran'; } catch (e) { window.evaluated = e.name; } })",
+    );
+    await until(
+      'the added script ran',
+      async () => (await page.evaluate('window.evaluated ?? null')) !== null,
+    );
+    expect(await page.evaluate('[window.injected ?? null, window.evaluated]')).toEqual([null, 'EvalError']);
+    await page.close();
+  });
+
+  it('is readable in a dark theme and a light one: every text shown meets WCAG AA contrast', async () => {
+    const url = restarted?.url ?? stack.guardian.url;
+    for (const scheme of ['dark', 'light'] as const) {
+      const page = await open(url, { scheme });
+      const name = page.locator('#session-list button', { hasText: 'alice-1' });
+      await name.waitFor();
+      // What the tour shows, all of it on screen: a session's page with its evicted text, a search, live events.
+      await page.locator('#usage tr').first().waitFor();
+      await page.locator('#events li').first().waitFor();
+      await name.click();
+      await page.locator('#session-spans pre', { hasText: PLANTED }).waitFor();
+      await page.click('#handoff-open');
+      await page.fill('#search-input', PLANTED);
+      await page.press('#search-input', 'Enter');
+      await page.locator('#search-results li').first().waitFor();
+      const [fg, bg] = await page.evaluate<[string, string]>(
+        '[getComputedStyle(document.body).color, getComputedStyle(document.body).backgroundColor]',
+      );
+      // The scheme took: dark text on a light page, or light text on a dark one.
+      const light = (css: string) => (css.match(/\d+/g) ?? []).slice(0, 3).every((n) => Number(n) > 128);
+      expect([scheme, light(fg), light(bg)]).toEqual([scheme, scheme === 'dark', scheme === 'light']);
+      expect([scheme, await lowContrast(page)]).toEqual([scheme, []]);
+      await screenshot(page, `console-${scheme}-full.png`);
+      await page.close();
+    }
+  });
+
+  it('lists alice-1 by name after a restart without Redis: the name is kept in its run.json', async () => {
+    const url = await restart();
+    expect((await json<{ memo_store: string }>(`${url}/guardian/stats`)).memo_store).toBe('memory');
+    const alice = (await json<SessionsAnswer>(`${url}/guardian/sessions`)).sessions.find(
+      (s) => s.name === 'alice-1',
+    );
+    // The new process has no usage record of it: the name comes from the volume, the figures from the log.
+    expect(alice).toMatchObject({ turns: null, model: 'stub-model' });
+    expect(alice?.compactions).toBeGreaterThan(0);
+    expect((await json<SessionAnswer>(`${url}/guardian/sessions/${alice?.id}`)).name).toBe('alice-1');
+
+    const page = await open(url);
+    await page.locator('#session-list button', { hasText: 'alice-1' }).click();
+    await page.locator('#session-name', { hasText: 'Session alice-1' }).waitFor();
+    await page.locator('#session-spans pre', { hasText: PLANTED }).waitFor();
     await page.close();
   });
 });

@@ -42,14 +42,21 @@ export function overBudgetChat(opts: { model?: string; tag: string; marker?: str
   return JSON.stringify({ model: opts.model ?? 'stub-model', messages, max_tokens: 32 });
 }
 
-/** Sends one over-budget chat request through the sidecar and reads the whole answer. */
+/**
+ * Sends one over-budget chat request through the sidecar (`baseURL` ends in `/v1`) and reads the whole answer;
+ * `session` is sent as its X-Guardian-Session.
+ */
 export async function compactOnce(
-  stack: Stack,
-  opts: { model?: string; tag: string; marker?: string },
+  sidecar: Pick<Stack, 'baseURL'>,
+  opts: { model?: string; tag: string; marker?: string; session?: string },
 ): Promise<number> {
-  const res = await fetch(`${stack.baseURL}/chat/completions`, {
+  const res = await fetch(`${sidecar.baseURL}/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test' },
+    headers: {
+      'content-type': 'application/json',
+      authorization: 'Bearer sk-test',
+      ...(opts.session === undefined ? {} : { 'x-guardian-session': opts.session }),
+    },
     body: overBudgetChat(opts),
   });
   await res.arrayBuffer();

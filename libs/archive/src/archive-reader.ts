@@ -17,6 +17,7 @@ import { inScope, type ArchiveScope } from './owners';
 import {
   JournalLineSchema,
   RunInfoSchema,
+  boundedSessionName,
   StoredSpanSchema,
   type RunFile,
   type StoredSpan,
@@ -81,6 +82,22 @@ export async function readRunFile(spanDir: string, run: string): Promise<RunFile
     if (isErrno(err, 'ENOENT')) return null;
     throw err;
   }
+}
+
+/**
+ * The name a run's session was sent with, from its run.json (ADR 0025, amended), when the run.json names this session
+ * and owner; null when it names none (a derived session, an older run, a run pruned away) or another session. Throws
+ * ARCHIVE_BAD_ID for a bad run id, and what the volume throws when run.json cannot be read.
+ */
+export async function runSessionName(
+  spanDir: string,
+  run: string,
+  session: { sessionHash: string; ownerHash: string | null },
+): Promise<string | null> {
+  const meta = await readRunFile(spanDir, run);
+  if (meta?.session_hash !== session.sessionHash || (meta.owner_hash ?? null) !== session.ownerHash)
+    return null;
+  return boundedSessionName(meta.session_name) ?? null;
 }
 
 /** Span numbers of a run, ascending. */

@@ -8,6 +8,12 @@ export interface SpanInput {
   sessionHash: string;
   /** sha256 hex of the owner (team mode), else undefined. */
   ownerHash?: string;
+  /**
+   * The name the session was sent with (its header value or the client's own id, without the owner), kept in the
+   * run's run.json beside the text it names, so the console lists the session by it after a restart (ADR 0025,
+   * amended). Absent for a derived session.
+   */
+  sessionName?: string;
   /** `chat` | `messages` | `responses`. */
   route: string;
   model: string;

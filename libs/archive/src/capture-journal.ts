@@ -28,6 +28,7 @@ export class CaptureJournal {
   async record(input: {
     sessionHash: string;
     ownerHash?: string;
+    sessionName?: string;
     messages: unknown[];
     at: Date;
   }): Promise<number> {
@@ -45,6 +46,7 @@ export class CaptureJournal {
     await this.opts.archive.appendJournal({
       sessionHash: input.sessionHash,
       ownerHash: input.ownerHash,
+      sessionName: input.sessionName,
       entries,
     });
     // Marked seen only once written, so a failed append is retried by the next turn's resend.

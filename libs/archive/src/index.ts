@@ -1,6 +1,6 @@
 export { ArchiveError, type ArchiveErrorCode } from './archive-error';
 export { assertRunId, resolveGuardianPaths, spanFileName, type GuardianPaths } from './archive-paths';
-export { listRuns, listSpans } from './archive-reader';
+export { listRuns, listSpans, runSessionName } from './archive-reader';
 export {
   allRuns,
   allSpans,

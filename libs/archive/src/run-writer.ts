@@ -18,7 +18,7 @@ import {
   writeFileInPlace,
   type CrashPoint,
 } from './durable-fs';
-import { buildSpanRecord } from './span-record';
+import { boundedSessionName, buildSpanRecord } from './span-record';
 
 /** A non-fatal problem: the span landed, a derived file (index, anchor, prune) did not (issue 4 item 8). */
 export interface ArchiveWarning {
@@ -114,16 +114,23 @@ export class RunWriter {
   /** Creates the run folder (0700) and its run.json; fails if the folder already exists. */
   static async create(
     opts: RunWriterOptions,
-    meta: { sessionHash: string; ownerHash: string | null; replica: string },
+    meta: {
+      sessionHash: string;
+      ownerHash: string | null;
+      sessionName?: string | undefined;
+      replica: string;
+    },
   ): Promise<RunWriter> {
     const writer = new RunWriter(opts);
     await fsp.mkdir(writer.dir, { mode: 0o700 });
+    const name = boundedSessionName(meta.sessionName);
     const runJson = {
       run: opts.run,
       session_hash: meta.sessionHash,
       owner_hash: meta.ownerHash,
       replica: meta.replica,
       started_at: opts.now().toISOString(),
+      ...(name === undefined ? {} : { session_name: name }),
     };
     try {
       await writeFileDurable(path.join(writer.dir, RUN_FILE), `${JSON.stringify(runJson, null, 2)}\n`);

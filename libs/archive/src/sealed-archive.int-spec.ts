@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { runSessionName } from './archive-reader';
 import type { SpanInput } from './archive-writer';
 import { CaptureJournal } from './capture-journal';
 import { SealedArchive } from './sealed-archive';
@@ -100,6 +101,49 @@ describe('SealedArchive', () => {
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(statSync(join(dir, '0001.json')).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir, 'chain.jsonl')).mode & 0o777).toBe(0o600);
+  });
+
+  it("keeps the session's name in run.json (0600, beside its text): bounded, and read back for that session only", async () => {
+    const archive = new SealedArchive({ spanDir, keepSpans: 500, replica: 'abcd1234' });
+    const owner = 'f'.repeat(64);
+    const named = await archive.write(input({ sessionName: 'alice-1 "quoted" <b>' }));
+    const long = await archive.write(input({ sessionHash: 'b'.repeat(64), sessionName: 'x'.repeat(257) }));
+    const derived = await archive.write(input({ sessionHash: 'c'.repeat(64) }));
+    const runJson = (run: string) => join(spanDir, run, 'run.json');
+    expect(JSON.parse(readFileSync(runJson(named.run), 'utf8')).session_name).toBe('alice-1 "quoted" <b>');
+    expect(statSync(runJson(named.run)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(runJson(long.run), 'utf8'))).not.toHaveProperty('session_name');
+    expect(JSON.parse(readFileSync(runJson(derived.run), 'utf8'))).not.toHaveProperty('session_name');
+
+    const nameOf = (run: string, sessionHash: string, ownerHash: string | null) =>
+      runSessionName(spanDir, run, { sessionHash, ownerHash });
+    expect(await nameOf(named.run, SESSION, owner)).toBe('alice-1 "quoted" <b>');
+    // Asked for another session, or the same session under another owner (or none), the run names nothing.
+    expect(await nameOf(named.run, 'b'.repeat(64), owner)).toBeNull();
+    expect(await nameOf(named.run, SESSION, 'e'.repeat(64))).toBeNull();
+    expect(await nameOf(named.run, SESSION, null)).toBeNull();
+    expect(await nameOf(derived.run, 'c'.repeat(64), owner)).toBeNull();
+    expect(await nameOf('20200101-000000-00000000-gone', SESSION, owner)).toBeNull();
+    // A hand-edited run.json with a name that is not a string, or too long, names nothing and stays readable.
+    const edited = JSON.parse(readFileSync(runJson(long.run), 'utf8'));
+    writeFileSync(runJson(long.run), JSON.stringify({ ...edited, session_name: 42 }));
+    expect(await nameOf(long.run, 'b'.repeat(64), owner)).toBeNull();
+    writeFileSync(runJson(long.run), JSON.stringify({ ...edited, session_name: 'é'.repeat(129) }));
+    expect(await nameOf(long.run, 'b'.repeat(64), owner)).toBeNull();
+  });
+
+  it('names a run made by the capture journal too', async () => {
+    const archive = new SealedArchive({ spanDir, keepSpans: 500, replica: 'abcd1234' });
+    const journal = new CaptureJournal({ archive, maxSessions: 10 });
+    await journal.record({
+      sessionHash: SESSION,
+      sessionName: 'laptop',
+      messages: [{ role: 'user', content: 'hello' }],
+      at: new Date(),
+    });
+    await archive.close();
+    const [run] = readdirSync(spanDir).filter((n) => !n.startsWith('.'));
+    expect(await runSessionName(spanDir, run!, { sessionHash: SESSION, ownerHash: null })).toBe('laptop');
   });
 
   it('keeps sessions in separate runs and appends every head to the anchor', async () => {

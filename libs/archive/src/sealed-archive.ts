@@ -61,6 +61,21 @@ function runKey(sessionHash: string, ownerHash: string | null): string {
   return ownerHash === null ? sessionHash : `${ownerHash}/${sessionHash}`;
 }
 
+/** The session a write belongs to: its hash and owner key the run, its name goes into a new run's run.json. */
+interface RunSession {
+  sessionHash: string;
+  ownerHash: string | null;
+  sessionName?: string | undefined;
+}
+
+function runSession(input: { sessionHash: string; ownerHash?: string; sessionName?: string }): RunSession {
+  return {
+    sessionHash: input.sessionHash,
+    ownerHash: input.ownerHash ?? null,
+    sessionName: input.sessionName,
+  };
+}
+
 function utcStamp(date: Date): string {
   const iso = date.toISOString(); // 2026-10-30T14:30:12.000Z
   return `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}-${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
@@ -110,20 +125,17 @@ export class SealedArchive extends ArchiveWriter {
   override async place(input: SpanInput): Promise<PlacedSpan> {
     // Numbered at entry: concurrent writes of several sessions must not shift a crash point armed for the N-th.
     const write = ++this.spanWrites;
-    return this.withWriter(input.sessionHash, input.ownerHash ?? null, 'span', (w) =>
-      w.placeSpan(input, write),
-    );
+    return this.withWriter(runSession(input), 'span', (w) => w.placeSpan(input, write));
   }
 
   /** Appends messages to the session's capture journal (used by CaptureJournal). */
   async appendJournal(input: {
     sessionHash: string;
     ownerHash?: string;
+    sessionName?: string;
     entries: { at: Date; message: unknown }[];
   }): Promise<void> {
-    await this.withWriter(input.sessionHash, input.ownerHash ?? null, 'journal', (w) =>
-      w.appendJournal(input.entries),
-    );
+    await this.withWriter(runSession(input), 'journal', (w) => w.appendJournal(input.entries));
   }
 
   /**
@@ -167,14 +179,14 @@ export class SealedArchive extends ArchiveWriter {
    * a cached writer would otherwise fail with ENOENT until a restart (issue 12 defect 2).
    */
   private async withWriter<T>(
-    sessionHash: string,
-    ownerHash: string | null,
+    session: RunSession,
     what: 'span' | 'journal',
     write: (writer: RunWriter) => Promise<T>,
   ): Promise<T> {
-    const key = runKey(sessionHash, ownerHash);
+    const { sessionHash } = session;
+    const key = runKey(sessionHash, session.ownerHash);
     for (let attempt = 1; ; attempt += 1) {
-      const pending = this.writerFor(key, sessionHash, ownerHash);
+      const pending = this.writerFor(key, session);
       const writer = await pending;
       if (writer.poisoned && attempt === 1) {
         // Torn by a commit that failed after its spans were placed: a torn run is never written again.
@@ -194,14 +206,14 @@ export class SealedArchive extends ArchiveWriter {
     }
   }
 
-  private writerFor(key: string, sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
+  private writerFor(key: string, session: RunSession): Promise<RunWriter> {
     let writer = this.runs.get(key);
     if (writer !== undefined) {
       // Most recently used last, so the first key is the run to close when there are too many.
       this.runs.delete(key);
       this.runs.set(key, writer);
     } else {
-      writer = this.openRun(sessionHash, ownerHash);
+      writer = this.openRun(session);
       this.runs.set(key, writer);
       // A run that could not be created (full volume) is retried by the next write.
       const opening = writer;
@@ -232,7 +244,7 @@ export class SealedArchive extends ArchiveWriter {
     }
   }
 
-  private async openRun(sessionHash: string, ownerHash: string | null): Promise<RunWriter> {
+  private async openRun({ sessionHash, ownerHash, sessionName }: RunSession): Promise<RunWriter> {
     const stamp = utcStamp(this.now());
     const base =
       this.opts.runName?.({ stamp, sessionHash, replica: this.opts.replica }) ??
@@ -259,7 +271,7 @@ export class SealedArchive extends ArchiveWriter {
             onSealed: (head) => this.sealed.set(head.run, head),
             onCommitted: (entries) => this.log?.append(entries),
           },
-          { sessionHash, ownerHash, replica: this.opts.replica },
+          { sessionHash, ownerHash, sessionName, replica: this.opts.replica },
         );
       } catch (err) {
         // Same second, same session, same replica (a second archive in one process): take the next suffix.

@@ -69,7 +69,19 @@ export const RunInfoSchema = z.looseObject({
   owner_hash: z.string().nullable(),
   replica: z.string(),
   started_at: z.string(),
+  // A name that is not a string is no name: it never makes the run's owner unreadable.
+  session_name: z.string().optional().catch(undefined),
 });
+
+/** A session name longer than a session header may be (ARCHITECTURE.md#sessions) is neither written nor read. */
+const MAX_SESSION_NAME_BYTES = 256;
+
+/** The name as run.json keeps it: 1-256 bytes of UTF-8, else none. */
+export function boundedSessionName(name: string | undefined): string | undefined {
+  if (name === undefined || name === '' || Buffer.byteLength(name, 'utf8') > MAX_SESSION_NAME_BYTES)
+    return undefined;
+  return name;
+}
 export type RunFile = z.infer<typeof RunInfoSchema>;
 
 /** One line of a capture journal segment. */

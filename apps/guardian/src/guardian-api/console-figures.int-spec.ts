@@ -176,6 +176,11 @@ describe('console figures over a real compaction log', () => {
       summariser_calls: 2,
       pins: 2,
       last_compaction_at: '2026-11-01T11:55:00.000Z',
+      // Of the newest line, though an older one (model m2) was appended after it: its run's run.json has the name.
+      owner_hash: ALICE,
+      model: 'm1',
+      run: 'r1',
+      latest_at: '2026-11-01T11:55:00.000Z',
     });
   });
 });

@@ -76,6 +76,12 @@ export interface SessionLogFigures {
   summariser_calls: number;
   pins: number;
   last_compaction_at: string | null;
+  /** Of the session's newest line: its owner hash, model, and the run its span went to (its run.json has the name). */
+  owner_hash: string | null;
+  model: string;
+  run: string | null;
+  /** `ts` of that line, so the newest wins across replicas' files. */
+  latest_at: string;
 }
 
 /** Per session hash, in log order (the log is appended in time order per replica; the newest `ts` wins). */
@@ -90,7 +96,17 @@ export function sessionFigures(rows: readonly ConsoleLogRow[]): Map<string, Sess
       summariser_calls: 0,
       pins: 0,
       last_compaction_at: null,
+      owner_hash: row.owner_hash ?? null,
+      model: row.model,
+      run: row.run ?? null,
+      latest_at: row.ts,
     };
+    if (row.ts >= f.latest_at) {
+      f.latest_at = row.ts;
+      f.owner_hash = row.owner_hash ?? null;
+      f.model = row.model;
+      f.run = row.run ?? f.run;
+    }
     f.tokens_before += row.tokens_before;
     f.tokens_after += row.tokens_after;
     f.summariser_calls += row.summariser_calls;

@@ -3,10 +3,12 @@ import { Injectable, type OnModuleInit } from '@nestjs/common';
 import {
   ownerHash,
   readDailyLogs,
+  runSessionName,
   UsageLogLineSchema,
   type TokenPrices,
   type UsageLogRow,
 } from '@guardian/archive';
+import { LruMap } from '@guardian/collections';
 import { GuardianMetrics, logOnce, type UsageSample } from '@guardian/telemetry';
 
 import type { Viewer } from '../access/access-policy';
@@ -16,6 +18,8 @@ import { GuardianLogger } from '../observability/guardian-logger';
 import { ConsoleLogLine, usageFigures, type ConsoleLogRow } from './console-figures';
 
 const DAY_MS = 86_400_000;
+/** Runs whose run.json name is remembered: a run.json is written once, so what it names never changes. */
+const NAMED_RUNS = 1000;
 
 /**
  * The console's one source (ADR 0025): the compaction log on the volume, the lines `recall --savings` adds up, read
@@ -24,6 +28,8 @@ const DAY_MS = 86_400_000;
  */
 @Injectable()
 export class ConsoleLog implements OnModuleInit {
+  private readonly runNames = new LruMap<string, string | null>(NAMED_RUNS);
+
   constructor(
     private readonly config: GuardianConfig,
     private readonly tokens: TokenRegistry,
@@ -47,6 +53,44 @@ export class ConsoleLog implements OnModuleInit {
     const { rows } = await readDailyLogs(this.config.paths.usageDir, since, UsageLogLineSchema);
     if (viewer.kind === 'all') return rows;
     return rows.filter((r) => r.owner_hash === viewer.ownerHash);
+  }
+
+  /**
+   * The names sessions were sent with, from the run.json of each one's newest run (ADR 0025, amended): what the
+   * console shows when the memo has no record of the session (a restart without Redis). Only sessions the viewer's
+   * log lines name are asked for, and a run.json counts only when it names the same session and owner.
+   */
+  async sessionNames(
+    sessions: readonly { id: string; run: string | null; ownerHash: string | null }[],
+  ): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    await Promise.all(
+      sessions.map(async ({ id, run, ownerHash: owner }) => {
+        if (run === null) return;
+        const key = `${run}\n${id}\n${owner ?? ''}`;
+        let name = this.runNames.get(key);
+        if (name === undefined) {
+          try {
+            name = await runSessionName(this.config.paths.spanDir, run, {
+              sessionHash: id,
+              ownerHash: owner,
+            });
+          } catch (err) {
+            // Safe to go on: a name is a label; the session is listed by its hash, and asked for again next time.
+            logOnce(
+              this.logger,
+              'session_name_read',
+              { err },
+              'a run.json could not be read for a session name',
+            );
+            return;
+          }
+          this.runNames.set(key, name);
+        }
+        if (name !== null) out.set(id, name);
+      }),
+    );
+    return out;
   }
 
   /** The configured prices (GUARDIAN_COST_PER_1M_INPUT_USD, GUARDIAN_COST_PER_1M_OUTPUT_USD). */

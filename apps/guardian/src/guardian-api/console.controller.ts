@@ -78,14 +78,19 @@ export class ConsoleController {
     ]);
     const figures = sessionFigures(rows);
     const byId = new Map<string, UsageRecord>(records.map((r) => [r.session, r]));
+    // Sessions the memo does not name (a restart without Redis) are named by their run.json (ADR 0025, amended).
+    const unnamed = [...figures.entries()]
+      .filter(([id]) => byId.get(id)?.name === undefined)
+      .map(([id, f]) => ({ id, run: f.run, ownerHash: f.owner_hash }));
+    const named = await this.log.sessionNames(unnamed);
     const ids = new Set([...byId.keys(), ...figures.keys()]);
     const list = [...ids].map((id): SessionListEntry => {
       const r = byId.get(id);
       const f = figures.get(id);
       return {
         id,
-        name: r?.name ?? null,
-        model: r?.model ?? null,
+        name: r?.name ?? named.get(id) ?? null,
+        model: r?.model ?? f?.model ?? null,
         turns: r?.turns ?? null,
         window: r?.window ?? null,
         used: r?.used_after_compaction ?? null,
@@ -116,7 +121,11 @@ export class ConsoleController {
     const visible = record !== undefined && (viewer.kind === 'all' || record.owner === viewer.ownerHash);
     if (compactions.length === 0 && !visible)
       throw new GuardianError('GUARDIAN_NO_SESSION', 'unknown session', 404);
-    return { id, name: visible ? (record.name ?? null) : null, compactions };
+    let name = visible ? (record.name ?? null) : null;
+    const f = sessionFigures(rows.filter((r) => r.session_hash === id)).get(id);
+    if (name === null && f !== undefined)
+      name = (await this.log.sessionNames([{ id, run: f.run, ownerHash: f.owner_hash }])).get(id) ?? null;
+    return { id, name, compactions };
   }
 
   @Get('usage/summary')

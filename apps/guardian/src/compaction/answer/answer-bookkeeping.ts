@@ -36,6 +36,7 @@ export class AnswerBookkeeping {
       this.capture.record({
         sessionHash: facts.sessionHash,
         ownerHash: facts.ownerHash,
+        sessionName: facts.sessionName,
         route: facts.route,
         messages: facts.items,
       });

@@ -30,6 +30,7 @@ export class CaptureService implements OnModuleDestroy {
   record(input: {
     sessionHash: string;
     ownerHash?: string;
+    sessionName?: string;
     route: 'chat' | 'messages' | 'responses';
     messages: unknown[];
   }): void {
@@ -41,6 +42,7 @@ export class CaptureService implements OnModuleDestroy {
         journal.record({
           sessionHash: input.sessionHash,
           ownerHash: input.ownerHash,
+          sessionName: input.sessionName,
           messages: input.messages,
           at: new Date(),
         }),

@@ -5,23 +5,31 @@ import type { HistoryAnswer, UsageSummaryAnswer } from '@guardian/client';
 
 import type { CliIo } from '../../apps/cli/src/common/cli-io';
 import { main as recall } from '../../apps/cli/src/recall/main';
-import { openChromium } from '../dashboard/support';
 import { until } from '../support/wait';
-import { chatAs, startTeamStack, TOKENS, type TeamStack, type Who } from './support';
+import { chatAs, startTeamStack, TOKENS, type TeamStack, type Who } from '../team/support';
+import { openChromium } from './support';
 
-// Issue 31 in team mode: a developer's console shows their own sessions, usage and spans, none of another's; the
-// admin's shows each developer's 24 h totals, and they equal `context-guardian-recall --savings` run with that
-// developer's token through the sidecar, to the token.
+// Issue 31 in team mode (its Done-when: the Chromium tests in test/dashboard): a developer's console shows their own
+// sessions, usage and spans, none of another's; the admin's shows each developer's 24 h totals, and they equal
+// `context-guardian-recall --savings` run with that developer's token through the sidecar, to the token. The team
+// stack (tokens file, developers) is test/team's.
 
 const ALICE_MARK = 'ALICE-SECRET-5521';
 const BOB_MARK = 'BOB-OKAPI-8803';
+/** The sidecar and the CLI price by the same settings, so the spend is compared too. */
+const PRICES = { GUARDIAN_COST_PER_1M_INPUT_USD: '3', GUARDIAN_COST_PER_1M_OUTPUT_USD: '15' };
 
 async function savingsAs(stack: TeamStack, who: Who): Promise<Record<string, number>> {
   let out = '';
   const io: CliIo = {
     stdout: { write: (s: string) => (out += s) },
     stderr: { write: () => undefined, isTTY: false },
-    env: { GUARDIAN_URL: stack.guardian.url, GUARDIAN_TOKEN: TOKENS[who], GUARDIAN_DATA_DIR: '/nonexistent' },
+    env: {
+      GUARDIAN_URL: stack.guardian.url,
+      GUARDIAN_TOKEN: TOKENS[who],
+      GUARDIAN_DATA_DIR: '/nonexistent',
+      ...PRICES,
+    },
     home: '/nonexistent-home',
     now: () => new Date(),
   };
@@ -34,7 +42,7 @@ describe('the console with two developers and an admin', () => {
   let browser: Awaited<ReturnType<typeof openChromium>>;
 
   beforeAll(async () => {
-    stack = await startTeamStack();
+    stack = await startTeamStack(PRICES);
     browser = await openChromium();
     for (const [who, session, tag, marker] of [
       ['alice', 'alice-1', 'console-a1', ALICE_MARK],
@@ -73,6 +81,14 @@ describe('the console with two developers and an admin', () => {
       await page.locator('#usage tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-owner'))),
     ).toEqual(expect.arrayContaining(['bob']));
     expect(await page.locator('#usage tr[data-owner="alice"]').count()).toBe(0);
+    // His own row is his own figures, as recall --savings gives them with his token.
+    const bobCli = await savingsAs(stack, 'bob');
+    const bobRow = page.locator('#usage tr[data-owner="bob"][data-model="all models"]');
+    for (const field of ['tokens_kept_out', 'tokens_in', 'tokens_out'] as const)
+      expect([field, await bobRow.locator(`td[data-field="${field}"]`).textContent()]).toEqual([
+        field,
+        bobCli[field]?.toLocaleString('en-US'),
+      ]);
 
     await page.fill('#search-input', ALICE_MARK);
     await page.press('#search-input', 'Enter');
@@ -123,6 +139,7 @@ describe('the console with two developers and an admin', () => {
           totals?.tokens_out,
           totals?.summariser_tokens_in,
           totals?.summariser_tokens_out,
+          totals?.cost_usd,
         ]).toEqual([
           who,
           cli.compactions,
@@ -134,8 +151,10 @@ describe('the console with two developers and an admin', () => {
           cli.tokens_out,
           cli.summariser_tokens_in,
           cli.summariser_tokens_out,
+          cli.cost_usd,
         ]);
         expect(totals?.tokens_out).toBeGreaterThan(0);
+        expect(totals?.cost_usd).toBeGreaterThan(0);
       }
       expect(cli.tokens_kept_out).toBeGreaterThan(0);
       const row = page.locator(`#usage tr[data-owner="${who}"][data-model="all models"]`);
@@ -148,6 +167,9 @@ describe('the console with two developers and an admin', () => {
         cli.tokens_before?.toLocaleString('en-US'),
       );
       expect(await row.locator('td[data-field="compactions"]').textContent()).toBe(String(cli.compactions));
+      expect(await row.locator('td[data-field="cost_usd"]').textContent()).toBe(
+        `$${cli.cost_usd?.toFixed(2)}`,
+      );
       // The backend's own usage: tokens out and the summariser's tokens, as --savings has them.
       for (const field of ['tokens_in', 'tokens_out', 'summariser_tokens_in', 'summariser_tokens_out'])
         expect([field, await row.locator(`td[data-field="${field}"]`).textContent()]).toEqual([
