@@ -1,4 +1,4 @@
-// `npm run bench [-- overhead|compaction|archive|memo|precompact|prefix-cache|redis-timeout|keep-facts|paste-cost|state-probes|soak ...] [-- options]`: the
+// `npm run bench [-- overhead|instructions|compaction|archive|memo|precompact|prefix-cache|redis-timeout|keep-facts|paste-cost|state-probes|soak ...] [-- options]`: the
 // named benchmarks, or all but soak, one after the other (never at once: each one measures a machine it must have to
 // itself). Each writes bench/results/<name>.txt. Arguments after a second `--` go to the named benchmarks
 // (keep-facts: --upstream URL ...).
@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 
 import * as archive from './archive-bench';
 import * as compaction from './compaction';
+import * as instructions from './instructions';
 import * as memo from './memo-bench';
 import * as overhead from './overhead';
 import * as pasteCost from './paste-cost';
@@ -22,6 +23,7 @@ interface Bench {
 
 const BENCHES: Record<string, Bench> = {
   overhead,
+  instructions,
   compaction,
   archive,
   memo,
@@ -50,7 +52,11 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   // The soak takes minutes and several processes: it runs when named (`npm run bench -- soak`), not by default.
-  const names = asked.length > 0 ? asked : Object.keys(BENCHES).filter((name) => name !== 'soak');
+  // So does the instruction count, which runs the sidecar under valgrind (minutes per build).
+  const names =
+    asked.length > 0
+      ? asked
+      : Object.keys(BENCHES).filter((name) => name !== 'soak' && name !== 'instructions');
   for (const name of names) {
     const start = performance.now();
     process.stdout.write(`\n== ${name}\n`);
