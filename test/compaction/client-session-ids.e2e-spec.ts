@@ -4,9 +4,12 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 
+import { sessionHash } from '@guardian/archive';
+
+import { overBudgetChat, WINDOW_ENV } from '../dashboard/support';
 import { fillSkeleton } from '../support/recordings';
 import { startStack, type Stack } from '../support/stack';
-import { eventually, getJson } from './support';
+import { eventually, getJson, type Json } from './support';
 
 // Issue 28 item 1: Claude Code sends `x-claude-code-session-id` and Codex `session-id` (and `thread-id`) on every
 // request, yet with no X-Guardian-Session configured `/guardian/usage?session=<that id>` was 404: every developer
@@ -86,6 +89,39 @@ describe('sessions from the ids clients send', () => {
     await found(stack, 'carol');
     expect(await sourceOf(stack, 'carol')).toBe('x-guardian-session');
     expect(await usageStatus(stack, 'codex-carol')).toBe(404);
+  });
+});
+
+describe('the compaction event says which header named the session', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ stub: { window: 8192 }, env: WINDOW_ENV });
+  });
+  afterAll(() => stack.close());
+
+  it('x-guardian-session, a client id, or derived', async () => {
+    const sent: [string, Record<string, string>, string][] = [
+      ['guardian', { 'X-Guardian-Session': 'dana' }, 'x-guardian-session'],
+      ['codex', { 'session-id': 'codex-compact-1' }, 'session-id'],
+      ['opencode', { 'x-session-id': 'ses_compact_1' }, 'x-session-id'],
+      ['none', {}, 'derived'],
+    ];
+    for (const [tag, headers] of sent) {
+      const res = await fetch(`${stack.baseURL}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer local', ...headers },
+        body: overBudgetChat({ tag }),
+      });
+      expect([tag, res.status]).toEqual([tag, 200]);
+      await res.arrayBuffer();
+    }
+    const events = (await getJson(`${stack.guardian.url}/guardian/events`)).body.events as Json[];
+    const compactions = events.filter((e) => e.kind === 'compaction');
+    expect(compactions.map((e) => e.session_source)).toEqual(sent.map(([, , source]) => source));
+    // The event names the session by its hash, as it names every session: the client's id is hashed like the header.
+    expect(compactions.slice(0, 3).map((e) => e.session)).toEqual(
+      ['dana', 'codex-compact-1', 'ses_compact_1'].map((id) => sessionHash(id).slice(0, 8)),
+    );
   });
 });
 
