@@ -135,6 +135,8 @@ interface ClientFixture {
   version: string;
   recorded_on: string;
   session_header: string | null;
+  /** Set on a sub-agent's request: the header that names the sub-agent. */
+  subagent_header?: string;
   request: { method: string; route: string; headers: Record<string, string>; body_skeleton: unknown };
 }
 
@@ -159,7 +161,7 @@ async function replay(stack: Stack, fx: ClientFixture, id?: string): Promise<num
   return res.status;
 }
 
-describe('sessions from the ids OpenCode and Qwen Code send, replayed from the real clients', () => {
+describe('sessions from the ids real clients send, replayed from their recordings', () => {
   let stack: Stack;
   beforeAll(async () => {
     stack = await startStack({ stub: { flavor: 'vllm', window: 1_000_000 } });
@@ -168,26 +170,63 @@ describe('sessions from the ids OpenCode and Qwen Code send, replayed from the r
 
   it('has a recording of each client', () => {
     expect(fixtures.map((f) => `${f.client} ${f.version} ${f.session_header}`)).toEqual([
+      'claude-code 2.1.197 x-claude-code-session-id',
       'opencode 1.18.33 x-session-id',
       'qwen-code 0.24.4 null',
       'qwen-code 0.24.4 session_id',
     ]);
   });
 
-  it.each(fixtures.filter((f) => f.session_header !== null).map((f) => [f.client, f] as const))(
-    "keys %s's own session id, and two developers with one request stay apart",
-    async (_client, fx) => {
-      const header = fx.session_header ?? '';
-      // The recorded value itself names a session; so do two developers' ids on the same first request.
-      expect(fx.request.headers[header]).toBeTruthy();
-      for (const id of [`${fx.client}-alice`, `${fx.client}-bob`])
-        expect(await replay(stack, fx, id)).toBe(200);
-      await found(stack, `${fx.client}-alice`);
-      await found(stack, `${fx.client}-bob`);
-      expect(await sourceOf(stack, `${fx.client}-alice`)).toBe(header);
-      expect(await sourceOf(stack, `${fx.client}-bob`)).toBe(header);
-    },
-  );
+  it.each(
+    fixtures
+      .filter((f) => f.session_header !== null && !f.subagent_header)
+      .map((f) => [f.client, f] as const),
+  )("keys %s's own session id, and two developers with one request stay apart", async (_client, fx) => {
+    const header = fx.session_header ?? '';
+    // The recorded value itself names a session; so do two developers' ids on the same first request.
+    expect(fx.request.headers[header]).toBeTruthy();
+    for (const id of [`${fx.client}-alice`, `${fx.client}-bob`])
+      expect(await replay(stack, fx, id)).toBe(200);
+    await found(stack, `${fx.client}-alice`);
+    await found(stack, `${fx.client}-bob`);
+    expect(await sourceOf(stack, `${fx.client}-alice`)).toBe(header);
+    expect(await sourceOf(stack, `${fx.client}-bob`)).toBe(header);
+  });
+
+  it("keeps Claude Code's recorded sub-agent request under its session, never as a person", async () => {
+    const fx = fixtures.find((f) => f.subagent_header !== undefined);
+    if (!fx) throw new Error('the recording of a Claude Code sub-agent request is missing');
+    // The recorded sub-agent request carried its agent id beside the session id (run-clients.ts --client-ids).
+    expect(fx.request.headers[fx.subagent_header!]).toBeTruthy();
+    const id = 'cc-subagent-session-1';
+    const main = new Anthropic({
+      baseURL: stack.guardian.url,
+      apiKey: 'local',
+      defaultHeaders: { 'x-claude-code-session-id': id },
+    });
+    await main.messages.create({
+      model: 'stub-model',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'the main conversation' }],
+    });
+    await found(stack, id);
+    const usage = (await getJson(`${stack.guardian.url}/guardian/usage?session=${id}`)).body;
+    const side = async () =>
+      Number(
+        /guardian_usage_side_requests_total\{kind="subagent"\} (\d+)/.exec(
+          await (await fetch(`${stack.guardian.url}/metrics`)).text(),
+        )?.[1] ?? 0,
+      );
+    const before = await side();
+    expect(await replay(stack, fx, id)).toBe(200);
+    // Counted as the session's sub-agent once its answer is followed; the session's usage stays the main one's.
+    await eventually(async () => ((await side()) === before + 1 ? true : undefined));
+    expect((await getJson(`${stack.guardian.url}/guardian/usage?session=${id}`)).body).toEqual(usage);
+    const rows = (await getJson(`${stack.guardian.url}/guardian/stats`)).body.sessions as {
+      name: string | null;
+    }[];
+    expect(rows.filter((r) => r.name === id)).toHaveLength(1);
+  });
 
   it('derives the session when Qwen Code runs without the setting (it sends no id of its own)', async () => {
     const fx = fixtures.find((f) => f.client === 'qwen-code' && f.session_header === null);
