@@ -1,6 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { format, resolveConfig } from 'prettier';
+
 import { startStub, type RecordedRequest } from '@guardian/stub-backend';
 
 import { CLIENTS } from '../clients';
@@ -115,7 +117,7 @@ export async function runSubAgent(o: HeaderRunOptions): Promise<ClientIdRow> {
     ];
     if (calls === 0) failures.push('Claude Code never offered its sub-agent tool');
     const first = agentRequests[0];
-    if (first) detail.push(`recording ${writeFixture(found.version, first)}`);
+    if (first) detail.push(`recording ${await writeFixture(found.version, first)}`);
     const seen = AGENT_HEADERS.map(
       (h) => `${h} on ${checked.filter((r) => r.headers[h] !== undefined).length} of ${checked.length}`,
     ).join(', ');
@@ -153,7 +155,7 @@ const LEFT_OUT = /authorization|api-key|token|cookie|^host$|^content-length$/i;
  * replayed by client-session-ids.e2e-spec.ts): its headers with their values, credentials and host left out, and its
  * body as a skeleton (every text replaced by its length).
  */
-function writeFixture(version: string, rec: TapRecord): string {
+async function writeFixture(version: string, rec: TapRecord): Promise<string> {
   const file = join(
     REPO_ROOT,
     'test',
@@ -185,6 +187,8 @@ function writeFixture(version: string, rec: TapRecord): string {
       body_skeleton: skeleton(JSON.parse(rec.body.toString('utf8'))),
     },
   };
-  writeFileSync(file, `${JSON.stringify(fixture, null, 2)}\n`);
+  // Written as the repository formats its JSON (`npm run check` runs prettier over the fixtures).
+  const options = (await resolveConfig(file)) ?? {};
+  writeFileSync(file, await format(JSON.stringify(fixture), { ...options, filepath: file }));
   return file.slice(REPO_ROOT.length + 1);
 }
