@@ -56,7 +56,7 @@ export function failOpenMessage(stage: FailOpenStage, reason: string): string {
   if (reason === 'handle_key_ephemeral')
     return 'the handle key could not be made on the data volume: compaction handles are sealed with a key of this process only';
   if (reason === 'count_forecast')
-    return "a token count's forecast could not read the memo: its answer goes without X-Guardian-Would-Forward";
+    return "a token count's forecast failed: the count is answered without X-Guardian-Would-Forward";
   if (stage === 'archive')
     return 'a span could not be archived: the request goes upstream compacted and the span is deferred to a later turn';
   if (stage === 'recovery') return "overflow recovery failed open: the client gets the upstream's own answer";

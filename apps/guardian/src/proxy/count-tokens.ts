@@ -118,9 +118,10 @@ export class TokenCounts {
         `budget=${ctx.budget.budget}; window=${ctx.window.window}`;
       return { 'x-guardian-would-forward': header };
     } catch (err) {
-      // The memo store is down (Redis): the count itself is still answered, only without the forecast.
+      // The memo store falls back on its own (Redis down reads the local memo), so this is a planner failure on a
+      // strange request: the count itself is still answered, only without the forecast.
       const { route, reqId } = ctx.input;
-      this.failOpen.report('memo', 'count_forecast', { route, model: ctx.conv.model, reqId, err });
+      this.failOpen.report('internal', 'count_forecast', { route, model: ctx.conv.model, reqId, err });
       return {};
     }
   }
