@@ -124,4 +124,60 @@ describe('a backend that truncates the prompt without saying so', () => {
     expect((await ask()).content[0]?.type).toBe('text');
     expectNextFits(stack);
   });
+
+  it('chat, a calibrated model on the fast path: caught within two truncated answers, and the next request fits', async () => {
+    // The audit of issue 28 (Done-when 3): a conversation that starts small calibrates the model, then grows past the
+    // backend's real window while every request still fits the window guardian believes. Those requests take the
+    // fast path (ADR 0013), which never checked the answer's count: three truncated answers in a row went unnoticed.
+    stack = await startStack({
+      stub: { flavor: 'ollama', window: REAL_WINDOW, truncate: true },
+      env: { GUARDIAN_NUM_CTX: '32768' },
+    });
+    const client = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-test', maxRetries: 0 });
+    const counter = stack.guardian.app.get(RequestCounter);
+    const stats = async (): Promise<Json> => (await getJson(`${stack!.guardian.url}/guardian/stats`)).body;
+    const messages: ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'You review migration notes.' },
+    ];
+    const ask = async (t: number, words: number): Promise<void> => {
+      messages.push({ role: 'user', content: `Notes ${t}:\n${filler(t, words)}` });
+      const answer = await client.chat.completions.create({ model: MODEL, messages });
+      expect(answer.choices[0]?.message.content).toMatch(/^ok: /);
+      messages.push({ role: 'assistant', content: `Reviewed ${t}.` });
+    };
+    // Small turns until the model is calibrated (the samples are taken behind each answer).
+    let t = 0;
+    while (!counter.isCalibrated(MODEL)) await ask(++t, 60);
+    const calibrated = counter.counterFor(MODEL).factor;
+
+    // Then a paste of about 1,700 tokens a turn, until the second answer the stub truncated.
+    const truncated: { turn: number; bySize: boolean }[] = [];
+    while (truncated.length < 2 && t < 40) {
+      const before = Number((await stats()).passthrough_by_size);
+      await ask(++t, 1300);
+      const sent = forwarded(stack.stub).at(-1)!;
+      const bySize = Number((await stats()).passthrough_by_size) === before + 1;
+      if (sent.truncated) truncated.push({ turn: t, bySize });
+    }
+    // Both went the fast path, the one this checks; the guardian window (32,768) was never in doubt for them.
+    expect(truncated.map((x) => x.bySize)).toEqual([true, true]);
+    // Nothing else is sent until it is detected: one of those two answers told guardian.
+    await until('the backend_truncation event', async () =>
+      (await events(stack!)).some((e) => e.kind === 'backend_truncation'),
+    );
+    const now = await stats();
+    expect({
+      truncations: now.backend_truncations,
+      window: now.num_ctx,
+      source: now.window_source,
+    }).toEqual({ truncations: 1, window: REAL_WINDOW, source: 'learned:truncation' });
+    expect({ calibrated: counter.isCalibrated(MODEL), factor: counter.counterFor(MODEL).factor }).toEqual({
+      calibrated: true,
+      factor: calibrated,
+    });
+
+    // The next request is compacted to the learned window, and the stub answers it whole.
+    await ask(++t, 60);
+    expectNextFits(stack);
+  });
 });

@@ -52,18 +52,19 @@ describe('token counts', () => {
     expect(wouldForward(response.headers.get('x-guardian-would-forward'))).toEqual({
       input_tokens: String(data.input_tokens),
       compacts: 'false',
+      measure: 'none',
       budget: String(BUDGET),
       window: String(WINDOW),
     });
 
-    // Over the budget: the count is the whole conversation, and the header says guardian would compact it.
+    // Over the budget: the count is the whole conversation, and the header says guardian would compact it, with a
+    // summary not written yet (counted at its longest), to a request that fits.
     const big = { model: 'stub-model', messages: history(12) };
     const over = await sdk.messages.countTokens(big).withResponse();
     expect(over.data.input_tokens).toBeGreaterThan(BUDGET);
-    expect(wouldForward(over.response.headers.get('x-guardian-would-forward'))).toMatchObject({
-      input_tokens: String(BUDGET),
-      compacts: 'true',
-    });
+    const would = wouldForward(over.response.headers.get('x-guardian-would-forward'));
+    expect(would).toMatchObject({ compacts: 'true', measure: 'summary_new' });
+    expect(Number(would.input_tokens)).toBeLessThanOrEqual(BUDGET);
     // Nothing was generated and nothing summarised: a count is only a count.
     expect(stack.stub.requests.some((r) => r.route === 'messages' || r.isSummary)).toBe(false);
   });
@@ -103,22 +104,72 @@ describe('token counts', () => {
       expect(wouldForward(response.headers.get('x-guardian-would-forward'))).toEqual({
         input_tokens: String(data.input_tokens),
         compacts: 'false',
+        measure: 'none',
         budget: String(BUDGET),
         window: String(WINDOW),
       });
-      // Over the budget by the exact count: the header says guardian would compact it to the budget.
+      // Over the budget by the exact count: the header says guardian would compact it to a request that fits.
       const over = await sdk.messages
         .countTokens({ model: 'stub-model', messages: history(12) })
         .withResponse();
       expect(over.response.headers.get('x-guardian-count-source')).toBe('tokenize');
       expect(over.data.input_tokens).toBeGreaterThan(BUDGET);
-      expect(wouldForward(over.response.headers.get('x-guardian-would-forward'))).toMatchObject({
-        input_tokens: String(BUDGET),
-        compacts: 'true',
-      });
+      const would = wouldForward(over.response.headers.get('x-guardian-would-forward'));
+      expect(would).toMatchObject({ compacts: 'true', measure: 'summary_new' });
+      expect(Number(would.input_tokens)).toBeLessThanOrEqual(BUDGET);
       expect(stack.stub.requests.some((r) => r.route === 'messages' || r.isSummary)).toBe(false);
     },
   );
+
+  it('says what guardian would forward after compaction: at most what a new summary gives, exactly what a reused one does', async () => {
+    stack = await startStack({
+      stub: { flavor: 'vllm', window: WINDOW, countTokensEndpoint: false, tokenize: false },
+      env: ENV,
+    });
+    const sdk = new Anthropic({
+      baseURL: stack.guardian.url,
+      apiKey: 'sk-ant-test',
+      maxRetries: 0,
+      defaultHeaders: { 'X-Guardian-Session': 'forecast' },
+    });
+    const big = { model: 'stub-model', system: 'You review migration notes.', messages: history(12) };
+    const header = async () =>
+      wouldForward(
+        (await sdk.messages.countTokens(big).withResponse()).response.headers.get('x-guardian-would-forward'),
+      );
+    const summaries = () => stack!.stub.requests.filter((r) => r.isSummary).length;
+
+    // No summary yet: the forecast counts the one to come at its longest.
+    const before = await header();
+    expect(before).toMatchObject({ compacts: 'true', measure: 'summary_new' });
+    expect(summaries()).toBe(0);
+
+    // The same conversation sent: guardian summarises and forwards it.
+    await sdk.messages.create({ ...big, max_tokens: 64 });
+    expect(summaries()).toBe(1);
+    const events = (await (await fetch(`${stack.guardian.url}/guardian/events`)).json()) as {
+      events: { kind: string; tokens_after?: number }[];
+    };
+    const sent = events.events.find((e) => e.kind === 'compaction')?.tokens_after;
+    expect(sent).toBeDefined();
+    // The forecast was an upper bound of what went.
+    expect(sent!).toBeLessThanOrEqual(Number(before.input_tokens));
+
+    // Now the summary is in the memo: the forecast is what guardian forwards with it, to the token, and costs no call.
+    const after = await header();
+    expect(after).toMatchObject({ compacts: 'true', measure: 'summary_reused', input_tokens: String(sent) });
+    expect(summaries()).toBe(1);
+    await sdk.messages.create({ ...big, max_tokens: 64 });
+    const reused = (
+      (await (await fetch(`${stack.guardian.url}/guardian/events`)).json()) as {
+        events: { kind: string; tokens_after?: number; summary_reused?: boolean }[];
+      }
+    ).events.filter((e) => e.kind === 'compaction');
+    expect(reused.map((e) => [e.summary_reused, e.tokens_after])).toEqual([
+      [false, sent],
+      [true, sent],
+    ]);
+  });
 
   it("passes the upstream's own count through when it has the endpoint, with the header added", async () => {
     stack = await startStack({ stub: { flavor: 'anthropic', window: WINDOW }, env: ENV });

@@ -198,3 +198,48 @@ describe('keep-alive, then a failure after the status line (issue 28 item 2)', (
     },
   );
 });
+
+// The failures above are the upstream's own error bodies, relayed. An error guardian raises itself once the status
+// line is out (here: the upstream went away while the summary was held, so neither the summary nor the request can
+// be sent) must reach the SDK the same way, as the route's SSE error event, never as a cut connection. The upstream
+// is stopped, so each route gets a stack of its own.
+describe("keep-alive, then guardian's own error after the status line (issue 28 item 2)", () => {
+  let stack: Stack | undefined;
+  afterEach(async () => {
+    await stack?.close();
+    stack = undefined;
+  });
+
+  it.each(cases)('%s: the upstream gone ends in the route error event', async (route, frame, seed) => {
+    stack = await startStack({
+      stub: { flavor: 'vllm', window: 8192 },
+      env: { GUARDIAN_RESERVE_OUTPUT: '1024', GUARDIAN_KEEPALIVE_MS: '20' },
+    });
+    const hold = stack.stub.holdNextSummary();
+    const wire = new Wire();
+    const done = run(stack, route, seed + 20, wire);
+    await hold.received;
+    await until('a keep-alive frame at the client', () => wire.text.includes(frame));
+    await stack.stub.close();
+    const out = await done;
+    expect(wire.status).toBe(200);
+    expect(wire.text.startsWith(frame)).toBe(true);
+    expect(out).toHaveProperty('error');
+    const error = (out as { error: unknown }).error;
+    expect(error).toBeInstanceOf(route === 'messages' ? Anthropic.APIError : OpenAI.APIError);
+    expect(String((error as Error).message)).toContain('the upstream could not be reached');
+    // The route's own error event, in the route's own shape, with guardian's code.
+    const data = wire.text.split('\n\n').find((f) => f.includes('UPSTREAM_UNREACHABLE'));
+    expect(data).toBeDefined();
+    const named = route !== 'chat';
+    expect(data!.startsWith(named ? 'event: error\ndata: ' : 'data: ')).toBe(true);
+    const body = JSON.parse(data!.slice(data!.indexOf('data: ') + 6)) as Json;
+    expect(body).toMatchObject(
+      route === 'messages'
+        ? { type: 'error', error: { type: 'api_error', code: 'UPSTREAM_UNREACHABLE' } }
+        : { error: { type: 'server_error', code: 'UPSTREAM_UNREACHABLE' } },
+    );
+    // Nothing after the error event: the stream ended there.
+    expect(wire.text.endsWith(`${data!}\n\n`)).toBe(true);
+  });
+});

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 
-import { ownerHash } from '@guardian/archive';
+import { ownerHash, sessionHash } from '@guardian/archive';
 
 import { chatAs, startTeamStack, TOKENS, type TeamStack } from './support';
 import { until } from '../support/wait';
@@ -136,6 +136,55 @@ describe('team mode on the proxied routes (GUARDIAN_TOKEN_REQUIRED=1)', () => {
     expect((await stack.get('/guardian/usage?session=laptop', 'admin')).status).toBe(404);
     // A developer cannot reach another's usage by naming them.
     expect((await stack.get('/guardian/usage?session=laptop&owner=bob', 'alice')).status).toBe(400);
+  });
+
+  it("keeps the owner prefix when a client's own session id names the session (issue 28 item 1)", async () => {
+    stack.stub.reset();
+    // One Claude Code session id from two developers (a copied transcript, a guessed id), no X-Guardian-Session.
+    const id = 'cc-session-4b1e';
+    const source = 'x-claude-code-session-id';
+    for (const who of ['alice', 'bob'] as const)
+      expect((await chatAs(stack, who, { tag: `cc-${who}`, headers: { [source]: id } })).status).toBe(200);
+    // Bob's turn could not reuse alice's summary: each was summarised under its own owner's session.
+    expect(stack.stub.requests.filter((r) => r.isSummary).length).toBeGreaterThanOrEqual(2);
+
+    // Each developer finds their own session by the id their client sent; the id alone names no session.
+    const alice = await stack.get(`/guardian/usage?session=${id}`, 'alice');
+    const bob = await stack.get(`/guardian/usage?session=${id}`, 'bob');
+    expect([alice.status, alice.body.session_source, bob.status, bob.body.session_source]).toEqual([
+      200,
+      source,
+      200,
+      source,
+    ]);
+    expect((await stack.get(`/guardian/usage?session=${id}&owner=alice`, 'admin')).body).toEqual(alice.body);
+    expect((await stack.get(`/guardian/usage?session=${id}&owner=bob`, 'admin')).body).toEqual(bob.body);
+    expect((await stack.get(`/guardian/usage?session=${id}`, 'admin')).status).toBe(404);
+
+    // The archive: a run per owner, under the owner-scoped hash of the id.
+    const scoped = { alice: sessionHash(id, 'alice'), bob: sessionHash(id, 'bob') };
+    const runs = (await readdir(join(stack.dataDir, 'spans'))).filter((r) => !r.startsWith('.'));
+    const byOwner: Record<string, string> = {};
+    for (const r of runs) {
+      const run = JSON.parse(await readFile(join(stack.dataDir, 'spans', r, 'run.json'), 'utf8')) as {
+        session_hash: string;
+        owner_hash: string;
+      };
+      if (run.session_hash === scoped.alice || run.session_hash === scoped.bob)
+        byOwner[run.session_hash] = run.owner_hash;
+    }
+    expect(byOwner).toEqual({ [scoped.alice]: ownerHash('alice'), [scoped.bob]: ownerHash('bob') });
+
+    // The compaction events say which header named each session, and whose it is.
+    const events = (await stack.get('/guardian/events', 'admin')).body.events as Record<string, unknown>[];
+    const compactions = events
+      .filter((e) => e.kind === 'compaction')
+      .filter((e) => e.session === scoped.alice.slice(0, 8) || e.session === scoped.bob.slice(0, 8))
+      .map((e) => [e.session, e.session_source, e.owner_hash]);
+    expect(compactions).toEqual([
+      [scoped.alice.slice(0, 8), source, ownerHash('alice')],
+      [scoped.bob.slice(0, 8), source, ownerHash('bob')],
+    ]);
   });
 
   it('forwards, logs and stores the token nowhere', async () => {

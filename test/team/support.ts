@@ -75,15 +75,16 @@ export async function startTeamStack(env: Record<string, string> = {}): Promise<
   };
 }
 
-/** POSTs one over-budget chat through the sidecar as `who`, with `session` in X-Guardian-Session. */
+/** POSTs one over-budget chat through the sidecar as `who`, with `session` in X-Guardian-Session and any `headers`. */
 export async function chatAs(
   stack: Stack,
   who: Who | undefined,
-  opts: { session?: string; tag: string; marker?: string },
+  opts: { session?: string; tag: string; marker?: string; headers?: Record<string, string> },
 ): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     authorization: 'Bearer sk-upstream-key',
+    ...opts.headers,
   };
   if (who !== undefined) headers['x-guardian-token'] = TOKENS[who];
   if (opts.session !== undefined) headers['x-guardian-session'] = opts.session;

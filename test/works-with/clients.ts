@@ -150,7 +150,7 @@ export const CLIENTS: ClientSpec[] = [
   {
     name: 'qwen-code',
     pkg: '@qwen-code/qwen-code',
-    version: '0.15.10',
+    version: '0.24.4',
     longWindows: [32_768, 36_864],
     bin: 'qwen',
     setup: (r) => {

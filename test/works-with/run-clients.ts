@@ -6,6 +6,7 @@
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --install [--only NAME]
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts [--only NAME] [--clients-dir DIR] [--keep]
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --long [--turns N] [--window TOKENS] ...
+ *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --client-ids [--only NAME|subagent]
  *
  * Short mode: each client runs one scripted, over-budget conversation (a first turn carrying a big pasted log, then
  * a second turn continuing it) in an isolated home, against the built sidecar in front of the stub backend, inside a
@@ -17,6 +18,12 @@
  * real client (or SDK) behind the logging tap; a chat/messages/responses/count_tokens request without the header, or
  * with another value, fails the row, and `/guardian/usage` must show the main request. Controls (settings the page
  * warns against) must be caught. Then two developers through one sidecar with two clients.
+ *
+ * Client-id mode (issue 28, `--client-ids`): Claude Code, Codex, OpenCode and Qwen Code (with and without the
+ * `${session_id}` setting docs/sessions.md shows) with no X-Guardian-Session configured, two developers per client
+ * through one sidecar: each must be found at `/guardian/usage?session=<the id its client sent>` (read from the tap)
+ * with that header as `session_source`, and the two stay apart (their ids, usage and archive runs). Then one Claude
+ * Code turn in which the stub makes it start a sub-agent, to see whether it sends `x-claude-code-agent-id`.
  *
  * Long mode (issue 11): each client runs `--turns` turns (default 10), each continuing the conversation and pasting
  * ~17 KB of a different log or source file, the first also planting "Remember this: the deploy key is ZEBRA-7431."
@@ -34,6 +41,7 @@ import { CLIENTS, type ClientSpec } from './clients';
 import { installClient, installedVersion } from './support/install';
 import { LONG_HEADER, longTableRow, runLongClient, type LongRow } from './support/long-run';
 import { reexecInLoopbackNetns } from './support/netns';
+import { clientIdsMode } from './support/client-ids-mode';
 import { headerMode } from './support/header-mode';
 import { installPythonSdks } from './support/header-sdk';
 import { CACHE_DIR } from './support/paths';
@@ -58,6 +66,7 @@ const ONLY = arg('--only');
 const KEEP = process.argv.includes('--keep');
 const LONG = process.argv.includes('--long');
 const HEADERS = process.argv.includes('--headers');
+const CLIENT_IDS = process.argv.includes('--client-ids');
 const TURN_TIMEOUT_MS = Number(process.env.CG_TURN_TIMEOUT_MS ?? 240000);
 /** Short mode: guardian's window, small enough that every client's first request is over budget. */
 const WINDOW = 8192;
@@ -248,10 +257,10 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'cg-works-with-clients-'));
   let ok = false;
   try {
-    if (HEADERS) {
-      const opts = { clientsDir: CLIENTS_DIR, work, turnTimeoutMs: TURN_TIMEOUT_MS };
-      ok = await headerMode({ ...opts, only: ONLY, isolation: isolation.why });
-    } else ok = LONG ? await longMode(work, isolation.why) : await shortMode(work, isolation.why);
+    const opts = { clientsDir: CLIENTS_DIR, work, turnTimeoutMs: TURN_TIMEOUT_MS };
+    if (HEADERS) ok = await headerMode({ ...opts, only: ONLY, isolation: isolation.why });
+    else if (CLIENT_IDS) ok = await clientIdsMode({ ...opts, only: ONLY, isolation: isolation.why });
+    else ok = LONG ? await longMode(work, isolation.why) : await shortMode(work, isolation.why);
   } finally {
     if (KEEP) process.stdout.write(`# work folder kept: ${work}\n`);
     else rmSync(work, { recursive: true, force: true });

@@ -39,6 +39,7 @@ import { NativeCompaction } from './compaction/native/native-compaction';
 import { NativeStretch } from './compaction/native/native-stretch';
 import { CaptureService } from './compaction/answer/capture.service';
 import { CompactionEngine } from './compaction/decide/compaction-engine';
+import { ForwardForecast } from './compaction/decide/forward-forecast';
 import { CompactionService } from './compaction/compaction.service';
 import { HandoffController } from './guardian-api/handoff.controller';
 import { DecisionReporter } from './compaction/decide/decision-reporter';
@@ -282,6 +283,7 @@ export class AppModule {
         ExchangeFactory,
         FailOpen,
         FastPath,
+        ForwardForecast,
         GuardianState,
         HandoffWriter,
         MessagesCompaction,

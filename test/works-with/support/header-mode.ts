@@ -1,4 +1,5 @@
 import { CLIENTS } from '../clients';
+import { CLIENT_ID_CASES } from './client-ids';
 import { docSnippetIds } from './doc-snippets';
 import { HEADER_CASES } from './header-cases';
 import {
@@ -49,9 +50,13 @@ export async function headerMode(
     rows.push(row);
     print(row);
   }
-  // Every setting the page marks for checking must have been run: a snippet added to the page without a case
-  // would otherwise look verified.
-  const used = new Set(HEADER_CASES.flatMap((c) => c.snippets));
+  // Every setting the page marks for checking must have been run (here or by `--client-ids`): a snippet added to the
+  // page without a case would otherwise look verified.
+  const used = new Set([
+    ...HEADER_CASES.flatMap((c) => c.snippets),
+    // The client-id mode runs the settings that name no X-Guardian-Session (Qwen Code's `${session_id}`).
+    ...CLIENT_ID_CASES.flatMap((c) => (c.snippet ? [c.snippet] : [])),
+  ]);
   const unrun = docSnippetIds().filter((id) => !used.has(id));
   process.stdout.write(`\n${HEADER_TABLE_HEAD}\n${rows.map(headerTableRow).join('\n')}\n`);
   if (unrun.length) process.stdout.write(`# docs/sessions.md snippets no case runs: ${unrun.join(', ')}\n`);

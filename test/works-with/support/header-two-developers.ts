@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { startStub } from '@guardian/stub-backend';
@@ -8,6 +8,7 @@ import type { Usage } from '../../../apps/cli/src/statusline/usage-client';
 import { usageLine } from '../../../apps/cli/src/statusline/usage-line';
 import { sessionHash } from '../../../apps/guardian/src/compaction/request/session';
 import { CLIENTS } from '../clients';
+import { archiveRuns } from './archive-runs';
 import { DOC_SESSION } from './doc-snippets';
 import { HEADER_CASES, TOKEN, type HeaderCase } from './header-cases';
 import { judgeHeaders } from './header-judge';
@@ -52,20 +53,6 @@ function statusLine(sidecar: Sidecar, session: string): string {
     encoding: 'utf8',
   });
   return r.stdout.trim();
-}
-
-/** Each archive run's session hash and span count (`<data>/spans/<run>/run.json`, ARCHITECTURE.md#files). */
-function archiveRuns(dataDir: string): { run: string; session: string; spans: number }[] {
-  const spans = join(dataDir, 'spans');
-  if (!existsSync(spans)) return [];
-  return readdirSync(spans)
-    .filter((run) => existsSync(join(spans, run, 'run.json')))
-    .map((run) => ({
-      run,
-      session: (JSON.parse(readFileSync(join(spans, run, 'run.json'), 'utf8')) as { session_hash: string })
-        .session_hash,
-      spans: readdirSync(join(spans, run)).filter((f) => /^\d{4,}\.json$/.test(f)).length,
-    }));
 }
 
 const PROMPTS = [`${longPrompt(1, 3)}\n\n${longPrompt(2, 3)}`, longPrompt(3, 3)];

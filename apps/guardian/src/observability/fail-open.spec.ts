@@ -17,6 +17,10 @@ describe('failOpenMessage', () => {
     expect(failOpenMessage('archive', 'log_write')).toContain('not affected');
   });
 
+  it('says a failed token-count forecast still answers the count, only without its header', () => {
+    expect(failOpenMessage('internal', 'count_forecast')).toContain('without X-Guardian-Would-Forward');
+  });
+
   it('keeps "unchanged" for the stages that really forward the client bytes', () => {
     for (const stage of [
       'parse',

@@ -55,6 +55,8 @@ export function failOpenMessage(stage: FailOpenStage, reason: string): string {
     return `a ${reason.replace('_', ' ')} failed after the request was forwarded; the request is not affected`;
   if (reason === 'handle_key_ephemeral')
     return 'the handle key could not be made on the data volume: compaction handles are sealed with a key of this process only';
+  if (reason === 'count_forecast')
+    return "a token count's forecast failed: the count is answered without X-Guardian-Would-Forward";
   if (stage === 'archive')
     return 'a span could not be archived: the request goes upstream compacted and the span is deferred to a later turn';
   if (stage === 'recovery') return "overflow recovery failed open: the client gets the upstream's own answer";

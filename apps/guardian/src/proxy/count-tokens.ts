@@ -3,9 +3,11 @@ import { Injectable } from '@nestjs/common';
 import { responseHeadersForClient, type UpstreamResponse } from '@guardian/upstream';
 
 import { CompactionService } from '../compaction/compaction.service';
+import { ForwardForecast } from '../compaction/decide/forward-forecast';
 import type { PrepareInput, RequestContext, RequestCount } from '../compaction/handoff';
 import { RequestCounter } from '../compaction/request/request-counter';
 import { pathOnly, type OwnedRoute } from '../formats/owned-route';
+import { FailOpen } from '../observability/fail-open';
 import { sendError, type ProxiedRequest } from './proxy-front';
 import { ProxyReporter } from './proxy-reporter';
 
@@ -42,15 +44,18 @@ const NOT_SERVED = new Set([404, 405, 501]);
  * Answers a token count: passed through when the upstream serves the endpoint, else from guardian's own count (exact
  * through the backend's `/tokenize` where it has one, the conversation rendered as chat; else the calibrated
  * estimate; `X-Guardian-Count-Source` says which). Either way the answer carries
- * `X-Guardian-Would-Forward`: how many input tokens guardian would send upstream for this conversation, at most the
- * budget once it compacts, so a client can see that a count over its window is not a refusal to come.
+ * `X-Guardian-Would-Forward`: how many input tokens guardian would send upstream for this conversation after
+ * compaction, and by which measure (ForwardForecast: planned, nothing summarised), so a client can see that a count
+ * over its window is not a refusal to come.
  */
 @Injectable()
 export class TokenCounts {
   constructor(
     private readonly compaction: CompactionService,
     private readonly counter: RequestCounter,
+    private readonly forecasts: ForwardForecast,
     private readonly reporter: ProxyReporter,
+    private readonly failOpen: FailOpen,
   ) {}
 
   async serve(
@@ -66,8 +71,8 @@ export class TokenCounts {
       ),
       this.compaction.measure(input),
     ]);
-    const would: Record<string, string> = ctx ? { 'x-guardian-would-forward': wouldForward(ctx) } : {};
     if (sent.ok && !NOT_SERVED.has(sent.res.status)) {
+      const would = ctx ? await this.wouldForward(ctx) : {};
       this.reporter.unowned('passthrough');
       p.res.writeHead(sent.res.status, { ...responseHeadersForClient(sent.res.headers), ...would });
       sent.res.body.pipe(p.res);
@@ -91,15 +96,43 @@ export class TokenCounts {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),
       'x-guardian-count-source': count.source,
-      'x-guardian-would-forward': wouldForward(ctx, count),
+      ...(await this.wouldForward(ctx, count)),
     });
     p.res.end(body);
   }
+
+  /**
+   * `input_tokens=<n>; compacts=<bool>; measure=<m>; budget=<b>; window=<w>`: names and counts only, like the events.
+   * `input_tokens` is what guardian would forward after compaction (ForwardForecast); with `measure=summary_new` it
+   * counts the summary not yet written at the longest the summariser may write, so it is an upper bound.
+   */
+  private async wouldForward(
+    ctx: RequestContext,
+    count: RequestCount = ctx.count,
+  ): Promise<Record<string, string>> {
+    try {
+      const forecast = await this.forecasts.forecast(withCount(ctx, count));
+      const compacts = forecast.measure !== 'none';
+      const header =
+        `input_tokens=${forecast.tokens}; compacts=${compacts}; measure=${forecast.measure}; ` +
+        `budget=${ctx.budget.budget}; window=${ctx.window.window}`;
+      return { 'x-guardian-would-forward': header };
+    } catch (err) {
+      // The memo store falls back on its own (Redis down reads the local memo), so this is a planner failure on a
+      // strange request: the count itself is still answered, only without the forecast.
+      const { route, reqId } = ctx.input;
+      this.failOpen.report('internal', 'count_forecast', { route, model: ctx.conv.model, reqId, err });
+      return {};
+    }
+  }
 }
 
-/** `input_tokens=<n>; compacts=<bool>; budget=<b>; window=<w>`: names and counts only, like the events. */
-function wouldForward(ctx: RequestContext, count: RequestCount = ctx.count): string {
-  const compacts = count.tokens > ctx.budget.budget;
-  const tokens = compacts ? ctx.budget.budget : count.tokens;
-  return `input_tokens=${tokens}; compacts=${compacts}; budget=${ctx.budget.budget}; window=${ctx.window.window}`;
+/**
+ * The context with the count a token count answered with (the backend's /tokenize), its per-message factor scaled to
+ * that total as RequestCounter.count scales an exact count, so the plan's sums agree with it.
+ */
+function withCount(ctx: RequestContext, count: RequestCount): RequestContext {
+  if (count === ctx.count) return ctx;
+  const factor = count.rawEstimate > 0 ? count.tokens / count.rawEstimate : count.counter.factor;
+  return { ...ctx, count: { ...count, counter: { ...count.counter, factor } } };
 }

@@ -8,7 +8,7 @@ import type { AnswerFacts, Decision } from '../handoff';
 import { AnswerReporter } from './answer-reporter';
 import { CaptureService } from './capture.service';
 import { UsageRecorder } from './usage-recorder';
-import { UsageSample } from './usage-sample';
+import { UsageSample, type UnreadRequest } from './usage-sample';
 
 /**
  * What follows an answered request, behind it: the calibration sample (or a truncation the backend did not report:
@@ -25,8 +25,14 @@ export class AnswerBookkeeping {
     private readonly reporter: AnswerReporter,
   ) {}
 
-  async record(facts: AnswerFacts, d: Decision, observed: ObservedAnswer): Promise<void> {
-    this.sample.take(facts, d, observed.promptTokens);
+  /** `unread`: the request's bytes, when the fast path forwarded them without reading them. */
+  async record(
+    facts: AnswerFacts,
+    d: Decision,
+    observed: ObservedAnswer,
+    unread?: UnreadRequest,
+  ): Promise<void> {
+    this.sample.take(facts, d, observed.promptTokens, unread);
     for (const name of observed.toolNames) {
       if (!RECALL_TOOL_NAMES.has(name)) continue;
       this.reporter.recallToolCall(name);

@@ -68,9 +68,14 @@ export class StretchService {
   /**
    * Every memo entry of this conversation, ascending by cut: the sticky cut, and any later one summarised ahead of
    * need (issue 14). An entry matches only when the request's prefix up to its cut hashes the same
-   * (ARCHITECTURE.md#sessions).
+   * (ARCHITECTURE.md#sessions). `counted: false` for a look that serves no request (a token count's forecast): it
+   * stays out of the memo lookup metric.
    */
-  async lookup(ctx: RequestContext, hashes: readonly string[]): Promise<MemoEntry[]> {
+  async lookup(
+    ctx: RequestContext,
+    hashes: readonly string[],
+    opts: { counted: boolean } = { counted: true },
+  ): Promise<MemoEntry[]> {
     if (!this.config.summariser.memo) return [];
     const cuts = (await this.memo.cuts(ctx.session.stateHash)).filter((c) => c > 0 && c < hashes.length);
     const found = await Promise.all(
@@ -80,7 +85,7 @@ export class StretchService {
       }),
     );
     const entries = found.filter((e): e is MemoEntry => e !== undefined).sort((a, b) => a.cut - b.cut);
-    this.reporter.memoLookup(this.memo.kind, entries.length > 0);
+    if (opts.counted) this.reporter.memoLookup(this.memo.kind, entries.length > 0);
     return entries;
   }
 

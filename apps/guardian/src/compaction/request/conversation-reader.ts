@@ -152,7 +152,8 @@ export function conversationPrefixHashes(conv: ParsedConversation): string[] {
   return hashes;
 }
 
-function parseWhole(adapter: FormatAdapter, body: Buffer, opts: { countTools: boolean }): ReadResult {
+/** A body read whole, with `JSON.parse` and the adapter: what the outline's way must agree with. */
+export function parseWhole(adapter: FormatAdapter, body: Buffer, opts: { countTools: boolean }): ReadResult {
   let json: unknown;
   try {
     json = JSON.parse(body.toString('utf8'));

@@ -63,7 +63,11 @@ export function readClientSession(
   return { kind: 'absent' };
 }
 
-/** Claude Code's sub-agent headers (2.1.332 sends both from its request builder; the parent only for a nested one). */
+/**
+ * Claude Code's sub-agent headers. 2.1.197 sent `x-claude-code-agent-id` on its sub-agent's request in a real run
+ * (test/compaction/fixtures/client-session-ids/claude-code-2.1.197-subagent.json); the parent id, sent only for a
+ * sub-agent another one started, is as 2.1.332's request builder reads: not yet seen in a run.
+ */
 export const SUBAGENT_HEADERS = ['x-claude-code-agent-id', 'x-claude-code-parent-agent-id'] as const;
 
 /**
