@@ -8,6 +8,7 @@ export {
   type AccessRefusalReason,
   type FailOpenStage,
   type PrecompactOutcome,
+  type ProxiedRoute,
   type RequestOutcome,
   type Route,
   type UsageSample,

@@ -18,6 +18,7 @@ import {
   TOKEN_RELOAD_OUTCOMES,
   ACCESS_REFUSAL_REASONS,
   COMPACTING_ROUTES,
+  PROXIED_ROUTES,
   RECALL_TOOL_LABELS,
   MAX_MODEL_LABELS,
 } from './metrics';
@@ -75,6 +76,7 @@ const BOOT_SERIES: Record<string, Record<string, readonly string[]>> = {
   guardian_precompact_total: { outcome: PRECOMPACT_OUTCOMES },
   guardian_tokens_reloads_total: { outcome: TOKEN_RELOAD_OUTCOMES },
   guardian_access_refusals_total: { reason: ACCESS_REFUSAL_REASONS },
+  guardian_websocket_upgrades_refused_total: { route: PROXIED_ROUTES },
 };
 
 /** Every combination of the label values, as `a="x",b="y"` in the order given. */
