@@ -6,6 +6,7 @@
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --install [--only NAME]
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts [--only NAME] [--clients-dir DIR] [--keep]
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --long [--turns N] [--window TOKENS] ...
+ *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --native [--turns N] [--tui] [--keep]
  *
  * Short mode: each client runs one scripted, over-budget conversation (a first turn carrying a big pasted log, then
  * a second turn continuing it) in an isolated home, against the built sidecar in front of the stub backend, inside a
@@ -17,6 +18,14 @@
  * real client (or SDK) behind the logging tap; a chat/messages/responses/count_tokens request without the header, or
  * with another value, fails the row, and `/guardian/usage` must show the main request. Controls (settings the page
  * warns against) must be caught. Then two developers through one sidecar with two clients.
+ *
+ * Native mode (issue 27, `--native [--turns N] [--tui]`): Codex with its built-in `openai` provider
+ * (`openai_base_url` set to the sidecar, `model_auto_compact_token_limit = 6000`) through the built sidecar in front of
+ * the strict stub, for `--turns` turns (default 5) of `codex exec` / `exec resume --last`: Codex compacts before every
+ * turn after the first, by asking the server. Every turn must be answered, Codex must report at least 3 compactions
+ * (as many as it asked for), the stub must never receive a compaction item, field or handle, and every request after
+ * the first compaction must carry the fact planted on turn 1. `--tui` then runs Codex's TUI under tmux: two turns,
+ * `/compact`, a third. What Codex sent and what the stub got go to recordings/native/codex-<version>.json.
  *
  * Long mode (issue 11): each client runs `--turns` turns (default 10), each continuing the conversation and pasting
  * ~17 KB of a different log or source file, the first also planting "Remember this: the deploy key is ZEBRA-7431."
@@ -36,6 +45,7 @@ import { LONG_HEADER, longTableRow, runLongClient, type LongRow } from './suppor
 import { reexecInLoopbackNetns } from './support/netns';
 import { headerMode } from './support/header-mode';
 import { installPythonSdks } from './support/header-sdk';
+import { nativeMode } from './support/native-run';
 import { CACHE_DIR } from './support/paths';
 import { LongRecordingBuilder, writeShortRecording } from './support/recording';
 import { check, printRows, requestShape, today, type Row } from './support/report';
@@ -58,6 +68,7 @@ const ONLY = arg('--only');
 const KEEP = process.argv.includes('--keep');
 const LONG = process.argv.includes('--long');
 const HEADERS = process.argv.includes('--headers');
+const NATIVE = process.argv.includes('--native');
 const TURN_TIMEOUT_MS = Number(process.env.CG_TURN_TIMEOUT_MS ?? 240000);
 /** Short mode: guardian's window, small enough that every client's first request is over budget. */
 const WINDOW = 8192;
@@ -248,7 +259,17 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'cg-works-with-clients-'));
   let ok = false;
   try {
-    if (HEADERS) {
+    if (NATIVE) {
+      ok = await nativeMode({
+        clientsDir: CLIENTS_DIR,
+        work,
+        turns: numberArg('--turns', 5),
+        turnTimeoutMs: TURN_TIMEOUT_MS,
+        keep: KEEP,
+        tui: process.argv.includes('--tui'),
+        isolation: isolation.why,
+      });
+    } else if (HEADERS) {
       const opts = { clientsDir: CLIENTS_DIR, work, turnTimeoutMs: TURN_TIMEOUT_MS };
       ok = await headerMode({ ...opts, only: ONLY, isolation: isolation.why });
     } else ok = LONG ? await longMode(work, isolation.why) : await shortMode(work, isolation.why);
