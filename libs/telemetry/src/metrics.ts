@@ -69,6 +69,10 @@ export const RECALL_TOOL_LABELS = [
   'get_proxy_status',
   'get_context_status',
 ] as const;
+/** The compaction protocol families `auto` probes the upstream for (docs/native-compaction.md). */
+export const NATIVE_FAMILIES = ['responses', 'messages'] as const;
+/** What a probe proved: the upstream serves the protocol, does not, or nothing (then guardian emulates and asks again). */
+export const NATIVE_PROBE_VERDICTS = ['serves', 'absent', 'inconclusive'] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 /**
@@ -115,7 +119,7 @@ export interface UsageSample {
 export const MAX_MODEL_LABELS = 32;
 
 export type Route = (typeof ROUTES)[number];
-export type ProxiedRoute = (typeof PROXIED_ROUTES)[number];
+export type NativeProbeVerdict = (typeof NATIVE_PROBE_VERDICTS)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 export type FailOpenStage = (typeof FAIL_OPEN_STAGES)[number];
 export type PrecompactOutcome = (typeof PRECOMPACT_OUTCOMES)[number];
@@ -163,6 +167,7 @@ const NAMES = {
   tokensLoaded: 'guardian_tokens_loaded',
   accessRefusals: 'guardian_access_refusals_total',
   websocketRefusals: 'guardian_websocket_upgrades_refused_total',
+  nativeProbes: 'guardian_native_probes_total',
   usageTokens: 'guardian_usage_tokens',
   usageCompactions: 'guardian_usage_compactions',
   usageAnswers: 'guardian_usage_answers',
@@ -382,6 +387,11 @@ export class GuardianMetrics {
     'WebSocket upgrade requests answered 426 so the client falls back to HTTP (Codex tries one first), by route.',
     ['route'],
   );
+  readonly nativeProbes = this.counter(
+    NAMES.nativeProbes,
+    'Probes of the upstream for the compaction protocols (GUARDIAN_NATIVE_COMPACTION=auto), by family and verdict.',
+    ['family', 'verdict'],
+  );
   /** Where the usage gauges read from at a scrape (the app's compaction log); unset, they have no series. */
   private usageSource: (() => Promise<UsageSample[]>) | undefined;
   /** One read of the log serves both usage gauges of one scrape (prom-client collects them together). */
@@ -515,6 +525,8 @@ export class GuardianMetrics {
     for (const outcome of TOKEN_RELOAD_OUTCOMES) this.tokensReloads.inc({ outcome }, 0);
     for (const reason of ACCESS_REFUSAL_REASONS) this.accessRefusals.inc({ reason }, 0);
     for (const route of PROXIED_ROUTES) this.websocketRefusals.inc({ route }, 0);
+    for (const family of NATIVE_FAMILIES)
+      for (const verdict of NATIVE_PROBE_VERDICTS) this.nativeProbes.inc({ family, verdict }, 0);
   }
 
   /** The app hands in how to read usage once it can (the compaction log lives on the app's volume). */
