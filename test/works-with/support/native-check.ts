@@ -113,6 +113,10 @@ const strings = (v: unknown): string[] =>
         ? Object.entries(v as Record<string, unknown>).flatMap(([k, x]) => (k === 'tools' ? [] : strings(x)))
         : [];
 
+/** Guardian's probe in `auto` mode: the one request of its own to the compact endpoint (native-mode.ts). */
+const isProbe = (r: RecordedRequest): boolean =>
+  r.method === 'POST' && r.path.split('?')[0] === '/v1/responses/compact';
+
 export interface NativeAnalysis {
   turns: number;
   answered: number;
@@ -127,6 +131,8 @@ export interface NativeAnalysis {
   factInSummary: number;
   factMissing: number;
   summariserCalls: number;
+  /** Guardian's own probes of the upstream (`auto`: does it serve /v1/responses/compact itself?), and their answers. */
+  probes: number[];
   stubRefused: number;
   /** Compaction vocabulary the stub received, with the request's index: must stay empty. */
   leaks: string[];
@@ -180,7 +186,8 @@ export function analyseNative(turns: Turn[], tap: TapRecord[], stub: RecordedReq
     factInSummary,
     factMissing,
     summariserCalls: stub.filter((r) => r.isSummary).length,
-    stubRefused: stub.filter((r) => r.status >= 400).length,
+    probes: stub.filter(isProbe).map((r) => r.status),
+    stubRefused: stub.filter((r) => r.status >= 400 && !isProbe(r)).length,
     leaks,
   };
 }
@@ -201,6 +208,11 @@ export function nativeFailures(a: NativeAnalysis, wantTurns: number): string[] {
   if (a.leaks.length > 0)
     failures.push(`the stub received compaction vocabulary: ${a.leaks.slice(0, 3).join('; ')}`);
   if (a.stubRefused > 0) failures.push(`the stub refused ${a.stubRefused} requests`);
+  // auto mode must have asked once and been told no (the stub serves no compaction endpoint), else it would forward.
+  if (a.probes.length !== 1 || a.probes[0] !== 404)
+    failures.push(
+      `guardian probed the stub ${a.probes.length} times (answers ${a.probes.join(',') || '-'}), not once`,
+    );
   if (a.afterCompaction === 0) failures.push('no generation request reached the stub after a compaction');
   if (a.factMissing > 0)
     failures.push(
@@ -218,6 +230,7 @@ export function nativeDetail(a: NativeAnalysis): string {
     `WebSocket upgrades ${a.websocket.tried} (426: ${a.websocket.refused426}); stub generation requests ${a.generations}, ` +
     `after the first compaction ${a.afterCompaction}: fact in guardian's summary block ${a.factInSummary}, ` +
     `verbatim only ${a.factVerbatim}, missing ${a.factMissing}; summariser calls ${a.summariserCalls}; ` +
+    `guardian's probes of the stub ${a.probes.length} (answered ${a.probes.join(',') || '-'}); ` +
     `stub refusals ${a.stubRefused}; compaction vocabulary at the stub ${a.leaks.length}`
   );
 }
