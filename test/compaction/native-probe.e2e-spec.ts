@@ -77,7 +77,10 @@ async function nativeUpstream(): Promise<{ url: string; received: Json[]; close(
 
 describe('GUARDIAN_NATIVE_COMPACTION=auto probes the upstream once per protocol (issue 27 item 4)', () => {
   it('against the stub (a vLLM that serves neither): both probes answer no, and guardian serves the protocols', async () => {
-    const stack = await startStack({ stub: { flavor: 'vllm', window: 16384 } });
+    const stack = await startStack({
+      stub: { flavor: 'vllm', window: 16384 },
+      env: { GUARDIAN_NATIVE_COMPACTION: 'auto' },
+    });
     try {
       const sdk = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-probe' });
       // A plain request asks nothing: only a request that speaks a protocol needs the answer.
@@ -123,7 +126,11 @@ describe('GUARDIAN_NATIVE_COMPACTION=auto probes the upstream once per protocol 
   it('against an upstream that serves them: the probe proves it and the protocols go through untouched', async () => {
     const upstream = await nativeUpstream();
     const stack = await startStack({
-      env: { GUARDIAN_UPSTREAM_URL: `${upstream.url}/v1`, GUARDIAN_NUM_CTX: '32768' },
+      env: {
+        GUARDIAN_UPSTREAM_URL: `${upstream.url}/v1`,
+        GUARDIAN_NUM_CTX: '32768',
+        GUARDIAN_NATIVE_COMPACTION: 'auto',
+      },
     });
     try {
       const sdk = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-probe' });
