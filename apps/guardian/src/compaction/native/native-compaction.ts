@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 
-import { GuardianConfig } from '../../config/guardian-config';
 import { pathOnly, type OwnedRoute } from '../../formats/owned-route';
 import { GuardianError } from '../../http/http-error';
 import type { PrepareInput } from '../handoff';
@@ -29,7 +28,6 @@ const RETAINED_USER_TOKENS = 64_000;
 @Injectable()
 export class NativeCompaction {
   constructor(
-    private readonly config: GuardianConfig,
     private readonly stretch: NativeStretch,
     private readonly messages: MessagesCompaction,
     private readonly mode: NativeMode,
