@@ -266,6 +266,7 @@ async function main(): Promise<void> {
         turns: numberArg('--turns', 5),
         turnTimeoutMs: TURN_TIMEOUT_MS,
         keep: KEEP,
+        record: arg('--turns') === undefined,
         tui: process.argv.includes('--tui'),
         isolation: isolation.why,
       });

@@ -27,6 +27,7 @@ async function runCodexExec(opts: {
   turns: number;
   turnTimeoutMs: number;
   keep: boolean;
+  record: boolean;
 }): Promise<Row> {
   const stub = await startStub({
     window: NATIVE_WINDOW,
@@ -54,22 +55,25 @@ async function runCodexExec(opts: {
   }
   try {
     const a = analyseNative(session.turns, session.tap.records, stub.requests);
-    const file = writeNativeRecording({
-      spec: opts.spec,
-      version: opts.version,
-      window: NATIVE_WINDOW,
-      limit: NATIVE_COMPACT_LIMIT,
-      client: session.tap.records.map(requestShape),
-      forwarded: stub.requests.map((r) =>
-        requestShape({
-          method: r.method,
-          url: r.path,
-          headers: r.headers,
-          body: r.body,
-          status: r.status,
-        }),
-      ),
-    });
+    // Only a run of the default length replaces the checked-in recording; others are explorations.
+    const file = !opts.record
+      ? 'not written (--turns given)'
+      : writeNativeRecording({
+          spec: opts.spec,
+          version: opts.version,
+          window: NATIVE_WINDOW,
+          limit: NATIVE_COMPACT_LIMIT,
+          client: session.tap.records.map(requestShape),
+          forwarded: stub.requests.map((r) =>
+            requestShape({
+              method: r.method,
+              url: r.path,
+              headers: r.headers,
+              body: r.body,
+              status: r.status,
+            }),
+          ),
+        });
     const failures = nativeFailures(a, opts.turns);
     return check(
       'codex exec (built-in openai provider)',
@@ -103,6 +107,8 @@ export async function nativeMode(opts: {
   turns: number;
   turnTimeoutMs: number;
   keep: boolean;
+  /** Write recordings/native/ (a run of the default length). */
+  record: boolean;
   tui: boolean;
   isolation: string;
 }): Promise<boolean> {

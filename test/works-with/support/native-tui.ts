@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -68,26 +68,35 @@ export async function runCodexTui(opts: {
     });
     if (login.status !== 0) throw new Error(`codex login --with-api-key: exit ${String(login.status)}`);
     tmux('new-session', '-d', '-s', 'cg', '-x', '160', '-y', '50', '-c', session.project, opts.bin);
-    await waitFor('its prompt', () => /Ask Codex to do anything|Sign in/.test(screen()));
+    // What the pane shows now (not its history): the chat view is ready when its composer and its status line,
+    // which names the model, are on screen.
+    const visible = (): string => tmux('capture-pane', '-p', '-J', '-t', 'cg');
+    const ready = (v: string): boolean => /Ask Codex to do anything/.test(v) && v.includes(MODEL);
+    await waitFor('its prompt or its sign-in', () => {
+      const v = visible();
+      return ready(v) || /Sign in with ChatGPT/.test(v);
+    });
     // 0.171 shows the sign-in choice even with an API key saved; a user picks "Sign in another way", "Use an OpenAI
-    // API key", and types it.
-    if (/Sign in/.test(screen())) {
+    // API key", and types it. Each key waits for the screen it belongs to.
+    if (!ready(visible())) {
       tmux('send-keys', '-t', 'cg', 'Down', 'Down', 'Enter');
-      await waitFor('the API key choice', () => /Use an OpenAI API key/.test(screen()));
+      await waitFor('the API key choice', () => /Use an OpenAI API key/.test(visible()));
       tmux('send-keys', '-t', 'cg', 'Enter');
-      await waitFor('the API key field', () => /Paste or type your API key/.test(screen()));
+      await waitFor('the API key field', () => /Paste or type your API key/.test(visible()));
       tmux('send-keys', '-t', 'cg', '-l', 'dummy-key');
       tmux('send-keys', '-t', 'cg', 'Enter');
-      await waitFor('its prompt', () => /Ask Codex to do anything/.test(screen()));
     }
+    await waitFor('its prompt', () => ready(visible()));
     const type = async (n: number, text: string, until: () => boolean): Promise<void> => {
       const tapFrom = session.tap.records.length;
       const stubFrom = stub.requests.length;
       const started = Date.now();
-      const before = screen();
+      // The text is shown in the composer before Enter submits it: Codex holds fast typing as a paste, and an Enter
+      // inside that would be a newline.
+      const head = text.slice(0, 24);
+      const shownBefore = screen().split(head).length;
       tmux('send-keys', '-t', 'cg', '-l', text);
-      // The text is in the composer before Enter submits it (a paste burst would take Enter as a newline).
-      await waitFor('the typed text', () => screen() !== before);
+      await waitFor('the typed text', () => screen().split(head).length > shownBefore);
       tmux('send-keys', '-t', 'cg', 'Enter');
       let timedOut = false;
       try {
@@ -124,6 +133,14 @@ export async function runCodexTui(opts: {
     writeFileSync(join(session.dir, 'tui-screen.txt'), screen());
   } finally {
     spawnSync('tmux', ['-L', socket, 'kill-server'], { env });
+    // The TUI starts an app-server daemon of its own (a copy of its binary under CODEX_HOME) that outlives it and
+    // tmux: stopped as Codex stops it, then what is left of it (its pid-update loop), so nothing of the run stays.
+    spawnSync(opts.bin, ['app-server', 'daemon', 'stop'], {
+      env: session.env,
+      cwd: session.project,
+      stdio: 'ignore',
+    });
+    stopProcessesUnder(session.dir);
     await session.close();
   }
   try {
@@ -143,5 +160,19 @@ export async function runCodexTui(opts: {
   } finally {
     await stub.close();
     if (!opts.keep) rmSync(session.dir, { recursive: true, force: true });
+  }
+}
+
+/** SIGTERM to every process whose command line runs a program under `dir` (this run's own folder, nothing else). */
+function stopProcessesUnder(dir: string): void {
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    let cmd: string;
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      // Gone since the listing, or not ours to read: either way nothing of this run.
+      continue;
+    }
+    if (cmd.startsWith(`${dir}/`)) process.kill(Number(pid), 'SIGTERM');
   }
 }
