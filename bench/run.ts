@@ -1,10 +1,11 @@
-// `npm run bench [-- overhead|instructions|compaction|archive|memo|precompact|prefix-cache|redis-timeout|keep-facts|paste-cost|state-probes|soak ...] [-- options]`: the
+// `npm run bench [-- overhead|instructions|compaction|archive|memo|precompact|prefix-cache|redis-timeout|keep-facts|paste-cost|state-probes|soak|codex-turn ...] [-- options]`: the
 // named benchmarks, or all but soak, one after the other (never at once: each one measures a machine it must have to
 // itself). Each writes bench/results/<name>.txt. Arguments after a second `--` go to the named benchmarks
 // (keep-facts: --upstream URL ...).
 import { performance } from 'node:perf_hooks';
 
 import * as archive from './archive-bench';
+import * as codexTurn from './codex-turn';
 import * as compaction from './compaction';
 import * as instructions from './instructions';
 import * as memo from './memo-bench';
@@ -34,6 +35,7 @@ const BENCHES: Record<string, Bench> = {
   'paste-cost': pasteCost,
   'state-probes': stateProbes,
   soak,
+  'codex-turn': codexTurn,
 };
 
 async function main(): Promise<void> {
@@ -51,12 +53,12 @@ async function main(): Promise<void> {
     );
     process.exit(2);
   }
-  // The soak takes minutes and several processes: it runs when named (`npm run bench -- soak`), not by default.
-  // So does the instruction count, which runs the sidecar under valgrind (minutes per build).
+  // The soak takes minutes and several processes, the instruction count runs the sidecar under valgrind (minutes
+  // per build), and codex-turn needs Codex installed: they run when named (`npm run bench -- soak`), not by default.
   const names =
     asked.length > 0
       ? asked
-      : Object.keys(BENCHES).filter((name) => name !== 'soak' && name !== 'instructions');
+      : Object.keys(BENCHES).filter((name) => !['soak', 'instructions', 'codex-turn'].includes(name));
   for (const name of names) {
     const start = performance.now();
     process.stdout.write(`\n== ${name}\n`);

@@ -71,7 +71,10 @@ describe('the gateway contract', () => {
       messages: longHistory(),
       metadata: { user_id: 'user_abc_account_def_session_ghi' },
       thinking: { type: 'enabled', budget_tokens: 1024 },
-      a_field_no_api_has_yet: { nested: [1, 'two', null] },
+      // Fields guardian does not model, newer than its adapter: they must reach the backend as sent. (A made-up
+      // field stood here; the stub now refuses what the API does not define, as a backend does.)
+      inference_geo: { region: 'eu', nested: [1, 'two', null] },
+      speed: 'fast',
     };
     const headers = {
       'content-type': 'application/json',
@@ -89,7 +92,7 @@ describe('the gateway contract', () => {
     expect(sent.path).toBe('/v1/messages?beta=true');
     for (const name of ['anthropic-version', 'anthropic-beta', 'x-api-key'] as const)
       expect({ name, value: sent.headers[name] }).toEqual({ name, value: headers[name] });
-    for (const key of ['metadata', 'thinking', 'a_field_no_api_has_yet', 'max_tokens', 'model'] as const)
+    for (const key of ['metadata', 'thinking', 'inference_geo', 'speed', 'max_tokens', 'model'] as const)
       expect({ key, value: json[key] }).toEqual({ key, value: body[key] });
     // system[0] is the attribution block, never merged, moved or rewritten; the client's blocks keep their order.
     const system = json.system as unknown[];

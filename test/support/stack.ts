@@ -40,6 +40,10 @@ export async function startStack(
       // Keep-alive frames would commit a streamed answer's status line whenever a busy machine makes a summary slower
       // than the period, so a test's status and headers would depend on timing; test/proxy/keep-alive* turns it on.
       GUARDIAN_KEEPALIVE_MS: '0',
+      // `auto` (the default) asks the upstream once whether it serves the compaction protocols, and that probe would
+      // be one more request in the stub's record of every test that speaks them; test/compaction/native-probe* and
+      // the works-with runs keep `auto`.
+      GUARDIAN_NATIVE_COMPACTION: 'emulate',
       ...opts.env,
     },
     { version: 'test', home: dataDir },

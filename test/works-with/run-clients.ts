@@ -7,6 +7,7 @@
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts [--only NAME] [--clients-dir DIR] [--keep]
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --long [--turns N] [--window TOKENS] ...
  *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --client-ids [--only NAME|subagent]
+ *   node -r ./test/support/swc-register.js test/works-with/run-clients.ts --native [--turns N] [--tui] [--keep]
  *
  * Short mode: each client runs one scripted, over-budget conversation (a first turn carrying a big pasted log, then
  * a second turn continuing it) in an isolated home, against the built sidecar in front of the stub backend, inside a
@@ -24,6 +25,14 @@
  * through one sidecar: each must be found at `/guardian/usage?session=<the id its client sent>` (read from the tap)
  * with that header as `session_source`, and the two stay apart (their ids, usage and archive runs). Then one Claude
  * Code turn in which the stub makes it start a sub-agent, to see whether it sends `x-claude-code-agent-id`.
+ *
+ * Native mode (issue 27, `--native [--turns N] [--tui]`): Codex with its built-in `openai` provider
+ * (`openai_base_url` set to the sidecar, `model_auto_compact_token_limit = 6000`) through the built sidecar in front of
+ * the strict stub, for `--turns` turns (default 5) of `codex exec` / `exec resume --last`: Codex compacts before every
+ * turn after the first, by asking the server. Every turn must be answered, Codex must report at least 3 compactions
+ * (as many as it asked for), the stub must never receive a compaction item, field or handle, and every request after
+ * the first compaction must carry the fact planted on turn 1. `--tui` then runs Codex's TUI under tmux: two turns,
+ * `/compact`, a third. What Codex sent and what the stub got go to recordings/native/codex-<version>.json.
  *
  * Long mode (issue 11): each client runs `--turns` turns (default 10), each continuing the conversation and pasting
  * ~17 KB of a different log or source file, the first also planting "Remember this: the deploy key is ZEBRA-7431."
@@ -44,6 +53,7 @@ import { reexecInLoopbackNetns } from './support/netns';
 import { clientIdsMode } from './support/client-ids-mode';
 import { headerMode } from './support/header-mode';
 import { installPythonSdks } from './support/header-sdk';
+import { nativeMode } from './support/native-run';
 import { CACHE_DIR } from './support/paths';
 import { LongRecordingBuilder, writeShortRecording } from './support/recording';
 import { check, printRows, requestShape, today, type Row } from './support/report';
@@ -67,6 +77,7 @@ const KEEP = process.argv.includes('--keep');
 const LONG = process.argv.includes('--long');
 const HEADERS = process.argv.includes('--headers');
 const CLIENT_IDS = process.argv.includes('--client-ids');
+const NATIVE = process.argv.includes('--native');
 const TURN_TIMEOUT_MS = Number(process.env.CG_TURN_TIMEOUT_MS ?? 240000);
 /** Short mode: guardian's window, small enough that every client's first request is over budget. */
 const WINDOW = 8192;
@@ -258,7 +269,16 @@ async function main(): Promise<void> {
   let ok = false;
   try {
     const opts = { clientsDir: CLIENTS_DIR, work, turnTimeoutMs: TURN_TIMEOUT_MS };
-    if (HEADERS) ok = await headerMode({ ...opts, only: ONLY, isolation: isolation.why });
+    if (NATIVE) {
+      ok = await nativeMode({
+        ...opts,
+        turns: numberArg('--turns', 5),
+        keep: KEEP,
+        record: arg('--turns') === undefined,
+        tui: process.argv.includes('--tui'),
+        isolation: isolation.why,
+      });
+    } else if (HEADERS) ok = await headerMode({ ...opts, only: ONLY, isolation: isolation.why });
     else if (CLIENT_IDS) ok = await clientIdsMode({ ...opts, only: ONLY, isolation: isolation.why });
     else ok = LONG ? await longMode(work, isolation.why) : await shortMode(work, isolation.why);
   } finally {

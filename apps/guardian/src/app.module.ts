@@ -36,6 +36,7 @@ import { loadHandleKey } from './compaction/native/handle-key';
 import { MessagesCompaction } from './compaction/native/messages-compaction';
 import { MessagesContext } from './compaction/native/messages-context';
 import { NativeCompaction } from './compaction/native/native-compaction';
+import { NativeMode, NativeProbeReporter } from './compaction/native/native-mode';
 import { NativeStretch } from './compaction/native/native-stretch';
 import { CaptureService } from './compaction/answer/capture.service';
 import { CompactionEngine } from './compaction/decide/compaction-engine';
@@ -289,6 +290,8 @@ export class AppModule {
         MessagesCompaction,
         MessagesContext,
         NativeCompaction,
+        NativeMode,
+        NativeProbeReporter,
         NativeStretch,
         OverflowRecovery,
         PrecompactJobs,

@@ -5,7 +5,7 @@ import { promptText, type PromptText } from './prompt-text';
 import { recallReply } from './recall-answer';
 import type { ReplyPlan } from './reply-plan';
 import { responsesEvents, responsesJson } from './responses-reply';
-import { strictRefusal } from './strict-fields';
+import { strictRefusal, strictRefusalBody } from './strict-fields';
 import { fabricatedSummaryText, isSummaryPrompt, summaryText } from './summary';
 import { countPromptText, countTokens } from './token-count';
 import type { GenerationRoute, RecordedRequest, StubAnswerMode, StubFlavor, StubReply } from './types';
@@ -79,7 +79,7 @@ export function answerGeneration(
   if (!isObj(body))
     return { kind: 'json', status: 400, body: badRequest(route, 'body must be a JSON object') };
   const refusal = strictRefusal(body, route);
-  if (refusal !== undefined) return { kind: 'json', status: 400, body: badRequest(route, refusal) };
+  if (refusal !== undefined) return { kind: 'json', status: 400, body: strictRefusalBody(route, refusal) };
   const prompt = promptText(body, route);
   const promptTokens = countPromptText(prompt);
   record.promptTokens = promptTokens;

@@ -7,6 +7,7 @@ export {
   RECALL_TOOL_LABELS,
   type AccessRefusalReason,
   type FailOpenStage,
+  type NativeProbeVerdict,
   type PrecompactOutcome,
   type RequestOutcome,
   type Route,

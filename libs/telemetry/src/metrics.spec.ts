@@ -18,6 +18,9 @@ import {
   TOKEN_RELOAD_OUTCOMES,
   ACCESS_REFUSAL_REASONS,
   COMPACTING_ROUTES,
+  PROXIED_ROUTES,
+  NATIVE_FAMILIES,
+  NATIVE_PROBE_VERDICTS,
   RECALL_TOOL_LABELS,
   MAX_MODEL_LABELS,
 } from './metrics';
@@ -40,6 +43,8 @@ const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
     ...ACCESS_REFUSAL_REASONS,
   ],
   kind: USAGE_SIDE_KINDS,
+  family: NATIVE_FAMILIES,
+  verdict: NATIVE_PROBE_VERDICTS,
   stage: FAIL_OPEN_STAGES,
   store: MEMO_STORES,
   result: MEMO_RESULTS,
@@ -75,6 +80,8 @@ const BOOT_SERIES: Record<string, Record<string, readonly string[]>> = {
   guardian_precompact_total: { outcome: PRECOMPACT_OUTCOMES },
   guardian_tokens_reloads_total: { outcome: TOKEN_RELOAD_OUTCOMES },
   guardian_access_refusals_total: { reason: ACCESS_REFUSAL_REASONS },
+  guardian_websocket_upgrades_refused_total: { route: PROXIED_ROUTES },
+  guardian_native_probes_total: { family: NATIVE_FAMILIES, verdict: NATIVE_PROBE_VERDICTS },
 };
 
 /** Every combination of the label values, as `a="x",b="y"` in the order given. */

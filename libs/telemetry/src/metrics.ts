@@ -8,6 +8,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric
 export const ROUTES = ['chat', 'messages', 'responses', 'other', 'guardian'] as const;
 /** The routes guardian reads and may compact; only these reach the compaction and upstream-timing metrics. */
 export const COMPACTING_ROUTES = ['chat', 'messages', 'responses'] as const;
+/** The routes of the proxied paths (everything but guardian's own endpoints). */
+export const PROXIED_ROUTES = [...COMPACTING_ROUTES, 'other'] as const;
 /** How a request ended, from the client's point of view. */
 export const REQUEST_OUTCOMES = [
   'passthrough',
@@ -67,6 +69,10 @@ export const RECALL_TOOL_LABELS = [
   'get_proxy_status',
   'get_context_status',
 ] as const;
+/** The compaction protocol families `auto` probes the upstream for (docs/native-compaction.md). */
+export const NATIVE_FAMILIES = ['responses', 'messages'] as const;
+/** What a probe proved: the upstream serves the protocol, does not, or nothing (then guardian emulates and asks again). */
+export const NATIVE_PROBE_VERDICTS = ['serves', 'absent', 'inconclusive'] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 /**
@@ -113,6 +119,7 @@ export interface UsageSample {
 export const MAX_MODEL_LABELS = 32;
 
 export type Route = (typeof ROUTES)[number];
+export type NativeProbeVerdict = (typeof NATIVE_PROBE_VERDICTS)[number];
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 export type FailOpenStage = (typeof FAIL_OPEN_STAGES)[number];
 export type PrecompactOutcome = (typeof PRECOMPACT_OUTCOMES)[number];
@@ -159,6 +166,8 @@ const NAMES = {
   tokensReloads: 'guardian_tokens_reloads_total',
   tokensLoaded: 'guardian_tokens_loaded',
   accessRefusals: 'guardian_access_refusals_total',
+  websocketRefusals: 'guardian_websocket_upgrades_refused_total',
+  nativeProbes: 'guardian_native_probes_total',
   usageTokens: 'guardian_usage_tokens',
   usageCompactions: 'guardian_usage_compactions',
   usageAnswers: 'guardian_usage_answers',
@@ -373,6 +382,16 @@ export class GuardianMetrics {
     'Requests refused for their X-Guardian-Token (missing where one is required, or not accepted), by reason.',
     ['reason'],
   );
+  readonly websocketRefusals = this.counter(
+    NAMES.websocketRefusals,
+    'WebSocket upgrade requests answered 426 so the client falls back to HTTP (Codex tries one first), by route.',
+    ['route'],
+  );
+  readonly nativeProbes = this.counter(
+    NAMES.nativeProbes,
+    'Probes of the upstream for the compaction protocols (GUARDIAN_NATIVE_COMPACTION=auto), by family and verdict.',
+    ['family', 'verdict'],
+  );
   /** Where the usage gauges read from at a scrape (the app's compaction log); unset, they have no series. */
   private usageSource: (() => Promise<UsageSample[]>) | undefined;
   /** One read of the log serves both usage gauges of one scrape (prom-client collects them together). */
@@ -505,6 +524,9 @@ export class GuardianMetrics {
     for (const tool of RECALL_TOOL_LABELS) this.recallToolCalls.inc({ tool }, 0);
     for (const outcome of TOKEN_RELOAD_OUTCOMES) this.tokensReloads.inc({ outcome }, 0);
     for (const reason of ACCESS_REFUSAL_REASONS) this.accessRefusals.inc({ reason }, 0);
+    for (const route of PROXIED_ROUTES) this.websocketRefusals.inc({ route }, 0);
+    for (const family of NATIVE_FAMILIES)
+      for (const verdict of NATIVE_PROBE_VERDICTS) this.nativeProbes.inc({ family, verdict }, 0);
   }
 
   /** The app hands in how to read usage once it can (the compaction log lives on the app's volume). */

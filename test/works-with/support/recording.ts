@@ -42,6 +42,53 @@ export function writeShortRecording(opts: {
   });
 }
 
+/**
+ * Native runs (issue 27): `recordings/native/<client>-<version>.json`, what the client sent (its compaction requests
+ * included) and what the stub received for it, so the strict stub's tests can replay both: the first holds the
+ * vocabulary guardian must answer itself, the second must be accepted by a backend that knows none of it.
+ */
+export function writeNativeRecording(opts: {
+  spec: ClientSpec;
+  version: string;
+  window: number;
+  limit: number;
+  client: RequestShape[];
+  forwarded: RequestShape[];
+}): string {
+  const { spec, version } = opts;
+  const toolSets: Record<string, unknown> = {};
+  const lines = (shapes: RequestShape[]): string =>
+    shapes.map((s) => `    ${JSON.stringify(withToolSet(s, toolSets))}`).join(',\n');
+  const head = {
+    client: spec.name,
+    package: spec.pkg,
+    version,
+    mode: 'native',
+    stub_window: opts.window,
+    model_auto_compact_token_limit: opts.limit,
+  };
+  const path = join(RECORDINGS, 'native', `${dirName(spec)}-${version}.json`);
+  mkdirSync(dirname(path), { recursive: true });
+  const requests = lines(opts.client);
+  const forwarded = lines(opts.forwarded);
+  const top = Object.entries(head).map(([k, v]) => `  ${JSON.stringify(k)}: ${JSON.stringify(v)}`);
+  const tools = Object.entries(toolSets).map(([k, v]) => `    ${JSON.stringify(k)}: ${JSON.stringify(v)}`);
+  writeFileSync(
+    path,
+    `{\n${[...top, `  "tool_sets": {\n${tools.join(',\n')}\n  }`, `  "requests": [\n${requests}\n  ]`, `  "forwarded": [\n${forwarded}\n  ]`].join(',\n')}\n}\n`,
+  );
+  return path.slice(REPO_ROOT.length + 1);
+}
+
+/** The shape with its `tools` skeleton stored once in `toolSets` and named `<tool_set:ID>` (clients resend them). */
+function withToolSet(shape: RequestShape, toolSets: Record<string, unknown>): RequestShape {
+  const skeleton = shape.body_skeleton as Record<string, unknown> | undefined;
+  if (!skeleton || !Array.isArray(skeleton.tools)) return shape;
+  const id = createHash('sha256').update(JSON.stringify(skeleton.tools)).digest('hex').slice(0, 12);
+  toolSets[id] = skeleton.tools;
+  return { ...shape, body_skeleton: { ...skeleton, tools: `<tool_set:${id}>` } };
+}
+
 /** Where the planted text sits in a recorded request: a JSON pointer to the string, which paste, where the fact starts. */
 export interface Mark {
   path: string;
@@ -227,7 +274,7 @@ function oneRequestPerLine(r: LongRecording): string {
 }
 
 /** A long recording's request skeleton with its `tools` put back in place, ready for a replay that rebuilds filler. */
-export function inflateTools(recording: LongRecording, skeleton: unknown): unknown {
+export function inflateTools(recording: { tool_sets: Record<string, unknown> }, skeleton: unknown): unknown {
   if (!skeleton || typeof skeleton !== 'object' || Array.isArray(skeleton)) return skeleton;
   const s = skeleton as Record<string, unknown>;
   const m = typeof s.tools === 'string' ? /^<tool_set:([0-9a-f]+)>$/.exec(s.tools) : null;

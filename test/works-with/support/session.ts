@@ -35,6 +35,9 @@ export interface Turn {
 /** A client in its own home and project folder, talking through a recording tap to its own sidecar. */
 export interface ClientSession {
   dir: string;
+  /** The client's environment and project folder, for a runner that starts it its own way (the TUI under tmux). */
+  env: NodeJS.ProcessEnv;
+  project: string;
   tap: Tap;
   sidecar: Sidecar;
   turns: Turn[];
@@ -84,6 +87,8 @@ export async function openClientSession(opts: {
   const turns: Turn[] = [];
   return {
     dir,
+    env,
+    project,
     tap,
     sidecar,
     turns,

@@ -18,6 +18,7 @@ const ANTHROPIC_TYPES: Record<number, string> = {
   403: 'permission_error',
   404: 'not_found_error',
   413: 'request_too_large',
+  426: 'invalid_request_error',
   502: 'api_error',
   504: 'api_error',
 };

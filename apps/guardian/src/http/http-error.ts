@@ -25,7 +25,8 @@ export type GuardianErrorCode =
   | 'GUARDIAN_SESSION_REQUIRED'
   | 'GUARDIAN_SHUTTING_DOWN'
   | 'GUARDIAN_TOKEN_INVALID'
-  | 'GUARDIAN_TOKEN_REQUIRED';
+  | 'GUARDIAN_TOKEN_REQUIRED'
+  | 'GUARDIAN_WEBSOCKET_UNSUPPORTED';
 
 /** A refusal in guardian's own name, with the status the edge answers it with. */
 export class GuardianError extends CodedError<GuardianErrorCode> {

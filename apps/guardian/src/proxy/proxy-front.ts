@@ -85,6 +85,10 @@ export class ProxyFront {
       sendError(req, res, refusal);
       return;
     }
+    if (isWebSocketUpgrade(req)) {
+      this.refuseWebSocket(req, res, url);
+      return;
+    }
     const header = req.headers['x-request-id'];
     const id = typeof header === 'string' && header !== '' ? header : `req-${(this.nextId++).toString(36)}`;
     if (method === 'GET' || method === 'HEAD' || !hasBody(req)) {
@@ -140,6 +144,31 @@ export class ProxyFront {
     });
   }
 
+  /**
+   * Guardian relays HTTP, not WebSockets: a handshake forwarded as a plain request reached the upstream as a GET it
+   * has no route for, and Codex retried its Responses WebSocket about five times (7 s) on that 404 before it fell
+   * back to HTTPS. On 426 it falls back at once (docs/native-compaction.md#websocket): the one status its transport
+   * treats as "this server speaks HTTP only". Never forwarded; the connection closes after the answer.
+   */
+  private refuseWebSocket(req: IncomingMessage, res: ServerResponse, url: string): void {
+    const route = ownedRoute('POST', url) ?? 'other';
+    this.deps.metrics.websocketRefusals.inc({ route });
+    this.deps.metrics.requests.inc({ route, outcome: 'refused' });
+    // RFC 9110 §15.5.22: a 426 names the protocol to use in Upgrade; here, plain HTTP/1.1.
+    res.setHeader('upgrade', 'HTTP/1.1');
+    res.setHeader('connection', 'close');
+    sendError(
+      req,
+      res,
+      new GuardianError(
+        'GUARDIAN_WEBSOCKET_UNSUPPORTED',
+        'guardian does not relay WebSocket connections; send this request over HTTP (POST)',
+        426,
+      ),
+    );
+    req.resume();
+  }
+
   /** Over GUARDIAN_MAX_BODY_BYTES (ARCHITECTURE.md#fail-open rule 6): refused before (or while) reading; the connection is closed. */
   private tooLarge(req: IncomingMessage, res: ServerResponse): void {
     res.setHeader('connection', 'close');
@@ -157,6 +186,12 @@ export class ProxyFront {
 export function sendError(req: IncomingMessage, res: ServerResponse, err: unknown): void {
   const { status, body } = toHttpError(err, apiStyleOf(req.url ?? '/', req.headers));
   res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+}
+
+/** A WebSocket opening handshake (RFC 6455 §4.1): `Upgrade` names `websocket` among its protocols. */
+function isWebSocketUpgrade(req: IncomingMessage): boolean {
+  const upgrade = req.headers.upgrade;
+  return upgrade !== undefined && /(^|,)\s*websocket\s*(\/|,|$)/i.test(upgrade);
 }
 
 /** RFC 9112 §6.3: a request has a body (perhaps an empty one) when it says how it is framed. */

@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
 
-import { GuardianConfig } from '../../config/guardian-config';
 import { pathOnly, type OwnedRoute } from '../../formats/owned-route';
 import { GuardianError } from '../../http/http-error';
 import type { PrepareInput } from '../handoff';
 import { MessagesCompaction } from './messages-compaction';
-import { nativeMode } from './native-mode';
+import { NativeMode } from './native-mode';
 import { json_, type NativeOutcome } from './native-outcome';
 import { NativeStretch } from './native-stretch';
 import {
@@ -29,9 +28,9 @@ const RETAINED_USER_TOKENS = 64_000;
 @Injectable()
 export class NativeCompaction {
   constructor(
-    private readonly config: GuardianConfig,
     private readonly stretch: NativeStretch,
     private readonly messages: MessagesCompaction,
+    private readonly mode: NativeMode,
   ) {}
 
   async intercept(
@@ -40,13 +39,17 @@ export class NativeCompaction {
     body: Buffer | undefined,
     inputFor: (body: Buffer, route: OwnedRoute) => PrepareInput,
   ): Promise<NativeOutcome | undefined> {
-    if (method !== 'POST' || !body || nativeMode(this.config) === 'passthrough') return undefined;
+    if (method !== 'POST' || !body) return undefined;
     const path = pathOnly(url).replace(/\/+$/, '');
-    if (path === '/v1/messages' || path === '/messages') return this.messages.intercept(body, inputFor);
+    const messages = path === '/v1/messages' || path === '/messages';
     const compact = path === '/v1/responses/compact' || path === '/responses/compact';
-    if (!compact && path !== '/v1/responses' && path !== '/responses') return undefined;
+    if (!messages && !compact && path !== '/v1/responses' && path !== '/responses') return undefined;
     // Every request that speaks the protocol names it; the rest are not parsed here (ADR 0013: the hot path).
     if (!compact && !body.includes('compaction') && !body.includes('context_management')) return undefined;
+    // Only such a request asks whether the upstream serves the protocol itself (`auto` probes once: native-mode.ts).
+    const family = messages ? 'messages' : 'responses';
+    if (await this.mode.passthrough(family, body, inputFor(body, family).upstreamHeaders)) return undefined;
+    if (messages) return this.messages.intercept(body, inputFor);
     let json: unknown;
     try {
       json = JSON.parse(body.toString('utf8'));
