@@ -106,6 +106,22 @@ describe('Anthropic on-demand compaction served for a backend that has none (iss
     expect(stack.stub.requests).toHaveLength(0);
   });
 
+  it('a body that only mentions compaction is forwarded byte for byte', async () => {
+    stack.stub.reset();
+    const body = Buffer.from(
+      '{ "model":"stub-model", "max_tokens" : 32,\n "messages":[{"role":"user","content":"how does compaction work in LSM trees \\u00e9? and context_management?"}] }',
+    );
+    const res = await fetch(`${stack.baseURL}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body,
+    });
+    expect(res.status).toBe(200);
+    const sent = stack.stub.requests.filter((r) => r.route === 'messages');
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.body.equals(body)).toBe(true);
+  });
+
   it('refuses what Anthropic refuses: a trailing unanswered tool call, and context_management with it', async () => {
     const toolCall = {
       role: 'assistant',

@@ -117,6 +117,23 @@ describe('OpenAI Responses compaction served for a backend that has none (issue 
     expect(stack.stub.requests).toHaveLength(0);
   });
 
+  it('a body that only mentions compaction is forwarded byte for byte', async () => {
+    stack.stub.reset();
+    // Spacing, an escaped character and a key order JSON.stringify would not keep: only untouched bytes keep them.
+    const body = Buffer.from(
+      '{ "input" : [ {"role":"user", "content":"explain log compaction in Kafka \\u00e9, and context_management too"} ],\n  "model":"stub-model" }',
+    );
+    const res = await fetch(`${stack.baseURL}/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    expect(res.status).toBe(200);
+    const sent = stack.stub.requests.filter((r) => r.route === 'responses');
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.body.equals(body)).toBe(true);
+  });
+
   it('context_management is not forwarded to a backend that does not know it', async () => {
     stack.stub.reset();
     const res = await sdk.responses.create({

@@ -47,6 +47,10 @@ export class MessagesCompaction {
       return undefined;
     }
     if (!isObj(json) || !Array.isArray(json.messages)) return undefined;
+    // A prompt that only mentions the word goes on as its bytes (ADR 0005): only the protocol's own fields and blocks
+    // are rewritten.
+    if (!('compaction' in json) && !('context_management' in json) && !json.messages.some(hasCompactionBlock))
+      return undefined;
     try {
       const messages = await this.expand(json.messages);
       const { compaction, context_management: managed, ...rest } = json;
@@ -114,6 +118,7 @@ export class MessagesCompaction {
 const blocksOf = (m: unknown): unknown[] =>
   isObj(m) && Array.isArray(m.content) ? (m.content as unknown[]) : [];
 const isCompaction = (b: unknown): boolean => isObj(b) && b.type === 'compaction';
+const hasCompactionBlock = (m: unknown): boolean => blocksOf(m).some(isCompaction);
 
 function endsInToolCall(messages: readonly unknown[]): boolean {
   const last = messages.at(-1);

@@ -57,9 +57,12 @@ export class NativeCompaction {
     if (!isObj(json)) return undefined;
     const items = typeof json.input === 'string' ? [userItem(json.input)] : json.input;
     if (!Array.isArray(items)) return undefined;
+    const trigger = isObj(items.at(-1)) && (items.at(-1) as { type?: unknown }).type === 'compaction_trigger';
+    // A prompt that only mentions the word goes on as its bytes (ADR 0005): only the protocol's own field and items
+    // are rewritten.
+    if (!compact && !trigger && !('context_management' in json) && !items.some(isCompactionItem))
+      return undefined;
     try {
-      const trigger =
-        isObj(items.at(-1)) && (items.at(-1) as { type?: unknown }).type === 'compaction_trigger';
       const given = trigger ? items.slice(0, -1) : items;
       if (compact || trigger) return await this.compact(json, given, inputFor, compact);
       // context_management is not a field the backend knows; guardian's own budget compacts this request instead.
@@ -98,7 +101,7 @@ export class NativeCompaction {
   private async expand(items: unknown[], role: 'developer' | 'user'): Promise<unknown[]> {
     const out: unknown[] = [];
     for (const item of items) {
-      if (!isObj(item) || typeof item.type !== 'string' || !COMPACTION_ITEM_TYPES.has(item.type)) {
+      if (!isCompactionItem(item) || !isObj(item)) {
         out.push(item);
         continue;
       }
@@ -108,6 +111,10 @@ export class NativeCompaction {
     }
     return out;
   }
+}
+
+function isCompactionItem(item: unknown): boolean {
+  return isObj(item) && typeof item.type === 'string' && COMPACTION_ITEM_TYPES.has(item.type);
 }
 
 function userItem(text: string): Record<string, unknown> {
