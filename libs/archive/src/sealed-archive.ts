@@ -107,12 +107,18 @@ export class SealedArchive extends ArchiveWriter {
     return ref;
   }
 
-  override async place(input: SpanInput): Promise<PlacedSpan> {
+  override async place(input: SpanInput): Promise<PlacedSpan & { logged: Promise<void> }> {
     // Numbered at entry: concurrent writes of several sessions must not shift a crash point armed for the N-th.
     const write = ++this.spanWrites;
-    return this.withWriter(input.sessionHash, input.ownerHash ?? null, 'span', (w) =>
+    const placed = await this.withWriter(input.sessionHash, input.ownerHash ?? null, 'span', (w) =>
       w.placeSpan(input, write),
     );
+    // The commit hands the span's entry to the log before `sealed` settles; the log's settling then covers it.
+    const logged = placed.sealed.then(
+      () => this.logSettled(),
+      () => undefined,
+    );
+    return { ...placed, logged };
   }
 
   /** Appends messages to the session's capture journal (used by CaptureJournal). */
