@@ -199,7 +199,7 @@ describe('Anthropic context management served for a backend that has none (issue
     })) as Json;
     expect(res.content.map((b: Json) => b.type)).toEqual(['compaction', 'text']);
     expect(res.content[0].content).toContain('FACT-CTX-7731');
-    expect(res.content[0].signature).toMatch(/^cg1\./);
+    expect(res.content[0].signature).toMatch(/^cg2\./);
     expect(res.stop_reason).toBe('end_turn');
     expect(res.usage.iterations.map((i: Json) => i.type)).toEqual(['compaction', 'message']);
     const [sent] = forwarded();

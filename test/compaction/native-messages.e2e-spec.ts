@@ -46,7 +46,7 @@ describe('Anthropic on-demand compaction served for a backend that has none (iss
     expect(block.type).toBe('compaction');
     expect(block.content).toContain('CONTEXT-GUARDIAN-ARCHIVE');
     expect(block.content).toContain('FACT-ANTH-5521');
-    expect(block.signature).toMatch(/^cg1\./);
+    expect(block.signature).toMatch(/^cg2\./);
     expect(res.usage.iterations.map((i: Json) => i.type)).toEqual(['compaction']);
 
     stack.stub.reset();

@@ -45,7 +45,7 @@ describe('OpenAI Responses compaction served for a backend that has none (issue 
     expect(kinds.at(-1)).toBe('compaction');
     expect(compacted.output.slice(0, -1).every((o: Json) => o.role === 'user')).toBe(true);
     const item = compacted.output.at(-1) as Json;
-    expect(item.encrypted_content).toMatch(/^cg1\.[\w-]+\.[\w-]+$/);
+    expect(item.encrypted_content).toMatch(/^cg2\.[\w-]+\.[\w-]+$/);
     // Guardian's own summariser wrote the summary, with the same upstream and model.
     expect(stack.stub.requests.filter((r) => r.isSummary)).toHaveLength(1);
 

@@ -35,8 +35,14 @@ import { HandleSealer } from './compaction/native/compaction-handle';
 import { loadHandleKey } from './compaction/native/handle-key';
 import { MessagesCompaction } from './compaction/native/messages-compaction';
 import { MessagesContext } from './compaction/native/messages-context';
+import { NativeArchive } from './compaction/native/native-archive';
 import { NativeCompaction } from './compaction/native/native-compaction';
+import { NativeHandles } from './compaction/native/native-handles';
+import { NativeReporter } from './compaction/native/native-reporter';
 import { NativeStretch } from './compaction/native/native-stretch';
+import { ResponsesCompaction } from './compaction/native/responses-compaction';
+import { ResponsesItems } from './compaction/native/responses-items';
+import { ResponsesThreshold } from './compaction/native/responses-threshold';
 import { CaptureService } from './compaction/answer/capture.service';
 import { CompactionEngine } from './compaction/decide/compaction-engine';
 import { CompactionService } from './compaction/compaction.service';
@@ -286,7 +292,10 @@ export class AppModule {
         HandoffWriter,
         MessagesCompaction,
         MessagesContext,
+        NativeArchive,
         NativeCompaction,
+        NativeHandles,
+        NativeReporter,
         NativeStretch,
         OverflowRecovery,
         PrecompactJobs,
@@ -297,6 +306,9 @@ export class AppModule {
         RequestCounter,
         RequestReporter,
         RequestStage,
+        ResponsesCompaction,
+        ResponsesItems,
+        ResponsesThreshold,
         SessionTable,
         SpanRecorder,
         SpanVolumeProbe,

@@ -17,7 +17,7 @@ export { carriedAnchors } from './anchors';
 export { checkpointSummary } from './checkpoint';
 export { allowedCuts, evictedIndexes } from './cuts';
 export { Calibration, requestChars, silentlyTruncated, tokensForChars } from './estimate';
-export { LEDGER_HEADING } from './ledger';
+export { carriedLedger, LEDGER_HEADING } from './ledger';
 export { carriedPins, extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
 export { chooseCut, chooseMemo, planCompaction, type PlanInput } from './planner';
 export { canonicalDigest, hashText, hashTexts, prefixHashes, sortedKeyJson } from './prefix-hash';

@@ -18,7 +18,8 @@ export const REQUEST_OUTCOMES = [
   'refused',
   'upstream_error',
   'dry_run',
-  // guardian's own endpoints (/guardian/*, probes, /metrics) answered by guardian itself
+  // answered by guardian itself: its own endpoints (/guardian/*, probes, /metrics), and a compaction a provider's
+  // protocol asked for (docs/native-compaction.md)
   'served',
 ] as const;
 /** Why a compaction ran: the budget was crossed, or the upstream rejected an overflow. */
@@ -67,6 +68,30 @@ export const RECALL_TOOL_LABELS = [
   'get_proxy_status',
   'get_context_status',
 ] as const;
+/**
+ * The providers' compaction protocols guardian serves for a backend that has none (docs/native-compaction.md), by
+ * entry point: OpenAI Responses' `/v1/responses/compact`, a trailing `compaction_trigger` and `context_management`
+ * compaction; Anthropic's on-demand compaction, threshold compaction (`compact_20260112`) and context editing.
+ */
+export const NATIVE_ENTRIES = [
+  'responses_compact',
+  'responses_trigger',
+  'responses_threshold',
+  'messages_on_demand',
+  'messages_threshold',
+  'clear_tool_uses',
+  'clear_thinking',
+] as const;
+/** What one native entry point did: `applied` (compacted, or an edit changed the request), `not_needed`, `refused`. */
+export const NATIVE_OUTCOMES = ['applied', 'not_needed', 'refused'] as const;
+/** The routes that speak a compaction protocol. */
+export const NATIVE_ROUTES = ['messages', 'responses'] as const;
+/**
+ * What became of a compaction handle a client sent back: expanded from the memo, from the readable text of an
+ * Anthropic block it seals, rebuilt from the sealed span it names (the memo had lost it), `lost` (neither: the block
+ * names the span only), or refused: `invalid` (does not verify) or `foreign` (another developer's, team mode).
+ */
+export const NATIVE_HANDLE_OUTCOMES = ['memo', 'block', 'rebuilt', 'lost', 'invalid', 'foreign'] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 /**
@@ -117,6 +142,10 @@ export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 export type FailOpenStage = (typeof FAIL_OPEN_STAGES)[number];
 export type PrecompactOutcome = (typeof PRECOMPACT_OUTCOMES)[number];
 export type AccessRefusalReason = (typeof ACCESS_REFUSAL_REASONS)[number];
+export type NativeEntry = (typeof NATIVE_ENTRIES)[number];
+export type NativeOutcome = (typeof NATIVE_OUTCOMES)[number];
+export type NativeRoute = (typeof NATIVE_ROUTES)[number];
+export type NativeHandleOutcome = (typeof NATIVE_HANDLE_OUTCOMES)[number];
 
 const NAMES = {
   requests: 'guardian_requests_total',
@@ -159,6 +188,8 @@ const NAMES = {
   tokensReloads: 'guardian_tokens_reloads_total',
   tokensLoaded: 'guardian_tokens_loaded',
   accessRefusals: 'guardian_access_refusals_total',
+  nativeRequests: 'guardian_native_requests_total',
+  nativeHandles: 'guardian_native_handles_total',
   usageTokens: 'guardian_usage_tokens',
   usageCompactions: 'guardian_usage_compactions',
   usageAnswers: 'guardian_usage_answers',
@@ -373,6 +404,16 @@ export class GuardianMetrics {
     'Requests refused for their X-Guardian-Token (missing where one is required, or not accepted), by reason.',
     ['reason'],
   );
+  readonly nativeRequests = this.counter(
+    NAMES.nativeRequests,
+    "Requests that spoke a provider's compaction protocol guardian serves (docs/native-compaction.md), by entry point and outcome.",
+    ['entry', 'outcome'],
+  );
+  readonly nativeHandles = this.counter(
+    NAMES.nativeHandles,
+    'Compaction handles sent back in a conversation, by route and what became of them (rebuilt: from the sealed span).',
+    ['route', 'outcome'],
+  );
   /** Where the usage gauges read from at a scrape (the app's compaction log); unset, they have no series. */
   private usageSource: (() => Promise<UsageSample[]>) | undefined;
   /** One read of the log serves both usage gauges of one scrape (prom-client collects them together). */
@@ -505,6 +546,12 @@ export class GuardianMetrics {
     for (const tool of RECALL_TOOL_LABELS) this.recallToolCalls.inc({ tool }, 0);
     for (const outcome of TOKEN_RELOAD_OUTCOMES) this.tokensReloads.inc({ outcome }, 0);
     for (const reason of ACCESS_REFUSAL_REASONS) this.accessRefusals.inc({ reason }, 0);
+    for (const entry of NATIVE_ENTRIES) {
+      for (const outcome of NATIVE_OUTCOMES) this.nativeRequests.inc({ entry, outcome }, 0);
+    }
+    for (const route of NATIVE_ROUTES) {
+      for (const outcome of NATIVE_HANDLE_OUTCOMES) this.nativeHandles.inc({ route, outcome }, 0);
+    }
   }
 
   /** The app hands in how to read usage once it can (the compaction log lives on the app's volume). */
