@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 
+import { samples, sumOf } from '../support/prom-text';
 import { startStack, type Stack } from '../support/stack';
 
 type Json = Record<string, any>;
@@ -147,5 +148,28 @@ describe('Anthropic on-demand compaction served for a backend that has none (iss
         context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] },
       }),
     ).toBe(400);
+  });
+
+  it('counts on-demand compactions, refusals and handles, and tells the events feed', async () => {
+    const all = samples(await (await fetch(`${stack.guardian.url}/metrics`)).text());
+    expect(
+      sumOf(all, 'guardian_native_requests_total', { entry: 'messages_on_demand', outcome: 'applied' }),
+    ).toBe(3);
+    expect(
+      sumOf(all, 'guardian_native_requests_total', { entry: 'messages_on_demand', outcome: 'refused' }),
+    ).toBe(2);
+    expect(sumOf(all, 'guardian_native_handles_total', { route: 'messages', outcome: 'block' })).toBe(1);
+    expect(sumOf(all, 'guardian_native_handles_total', { route: 'messages', outcome: 'invalid' })).toBe(1);
+    expect(sumOf(all, 'guardian_requests_total', { route: 'messages', outcome: 'served' })).toBe(3);
+    const events = ((await (await fetch(`${stack.guardian.url}/guardian/events`)).json()) as Json)
+      .events as Json[];
+    expect(events.filter((e) => e.kind === 'native_compaction').map((e) => e.outcome)).toEqual([
+      'applied',
+      'applied',
+      'applied',
+      'refused',
+      'refused',
+    ]);
+    expect(events.filter((e) => e.kind === 'native_handle').map((e) => e.outcome)).toEqual(['invalid']);
   });
 });
