@@ -96,7 +96,7 @@ export class SealedArchive extends ArchiveWriter {
   }
 
   override async write(input: SpanInput): Promise<SpanRef> {
-    const { sealed, ...ref } = await this.place(input);
+    const { sealed, logged: _logged, ...ref } = await this.place(input);
     try {
       await sealed;
     } catch (cause) {
