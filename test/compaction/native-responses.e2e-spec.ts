@@ -26,6 +26,9 @@ const itemsOf = (stack: Stack) =>
       return Array.isArray(input) ? input.map((i: Json) => i.type) : [];
     });
 
+const forwarded = (stack: Stack): Json[] =>
+  stack.stub.requests.filter((r) => r.route === 'responses' && !r.isSummary).map((r) => r.json as Json);
+
 describe('OpenAI Responses compaction served for a backend that has none (issue 27)', () => {
   let stack: Stack;
   let sdk: OpenAI;
@@ -84,6 +87,26 @@ describe('OpenAI Responses compaction served for a backend that has none (issue 
     // The backend was asked for a summary only; it never saw the trigger.
     expect(itemsOf(stack)).not.toContain('compaction_trigger');
     expect(stack.stub.requests.filter((r) => r.route === 'responses' && !r.isSummary)).toHaveLength(0);
+  });
+
+  it('chained triggers, as Codex sends them, carry the first pins on whole through every compaction', async () => {
+    let history: Json[] = conversation(4);
+    for (let round = 0; round < 3; round++) {
+      const res = await sdk.responses.create({
+        model: 'stub-model',
+        input: [...history, { type: 'compaction_trigger' }] as any,
+      });
+      expect(res.output.map((o) => o.type)).toEqual(['compaction']);
+      history = [res.output[0] as Json, ...conversation(3).slice(1)];
+    }
+    stack.stub.reset();
+    await sdk.responses.create({
+      model: 'stub-model',
+      input: [history[0] as any, { role: 'user', content: 'go on' }],
+    });
+    const block = (((forwarded(stack)[0]!.input as Json[])[0]!.content as Json[])[0] as Json).text as string;
+    expect(block).toContain(`\n- ${FACT}`);
+    expect(block).not.toContain('- - ');
   });
 
   it('a plain compaction_trigger answers one compaction item', async () => {

@@ -92,6 +92,40 @@ describe('Responses context_management compaction served for a backend that has 
     expect(JSON.stringify(again)).not.toContain('Continue with part 3');
   });
 
+  it("a second threshold compaction of a compacted conversation still carries the first one's pins and ledger", async () => {
+    const more = (from: number): Json[] =>
+      Array.from({ length: 6 }, (_, k) => [
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: filler(from + k) }] },
+        { type: 'message', role: 'user', content: `Then part ${from + k}. ${filler(from + k)}` },
+      ]).flat();
+    const first = [...conversation(6), { role: 'user', content: 'Which branch?' }];
+    const one = await sdk.responses.create({
+      model: 'stub-model',
+      input: first as any,
+      context_management: MANAGED,
+    });
+    const second = [...first, ...one.output, ...more(20), { role: 'user', content: 'And now?' }];
+    stack.stub.reset();
+    const two = await sdk.responses.create({
+      model: 'stub-model',
+      input: second as any,
+      context_management: MANAGED,
+    });
+    expect(two.output.map((o) => o.type)).toEqual(['compaction', 'message']);
+    // One block goes on: the first is summarised with the rest, not kept as an instruction beside the second.
+    expect(JSON.stringify(forwarded()[0]).split('CONTEXT-GUARDIAN-ARCHIVE>>>')).toHaveLength(2);
+    stack.stub.reset();
+    await sdk.responses.create({
+      model: 'stub-model',
+      input: [two.output[0] as any, { role: 'user', content: 'Remind me of the branch and the rule.' }],
+    });
+    const block = (forwarded()[0]!.input[0].content[0] as Json).text as string;
+    // Carried whole from the first block, as the user wrote them.
+    expect(block).toContain(`\n- ${FACT}\n`);
+    expect(block).toContain(`\n- ${RULE}\n`);
+    expect(block).not.toContain('- - ');
+  });
+
   it('streamed: the item is announced first at output_index 0, the turn follows at 1, and the sequence stays whole', async () => {
     stack.stub.reset();
     const stream = await sdk.responses.create({
@@ -210,7 +244,7 @@ describe('Responses context_management compaction served for a backend that has 
     expect(native('responses_threshold', 'not_needed')).toBeGreaterThanOrEqual(2);
     expect(native('responses_threshold', 'refused')).toBe(1);
     expect(native('responses_compact', 'applied')).toBe(2);
-    expect(sumOf(all, 'guardian_native_handles_total', { route: 'responses', outcome: 'memo' })).toBe(2);
+    expect(sumOf(all, 'guardian_native_handles_total', { route: 'responses', outcome: 'memo' })).toBe(4);
     // Every series is there from boot, at 0 until it happens.
     expect(native('messages_on_demand', 'applied')).toBe(0);
     expect(

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 
 import {
+  capPins,
+  carriedByBlock,
   carriedLedger,
   carriedPins,
   mergePins,
@@ -25,24 +27,33 @@ import {
 } from './compaction-handle';
 import { NativeArchive } from './native-archive';
 
-/** What a compaction's block carries beyond its summary: the pins and the instruction ledger, read from its messages. */
+/**
+ * What a compaction's block carries beyond its summary: the pins and the instruction ledger of the messages before
+ * `cut`. A block of ours among them (a compaction item or block sent back, then compacted again) carries its own on:
+ * its bullets are the user's words from messages the client no longer sends, read back whole, not as typed text.
+ */
 export function nativeCarried(
   opts: { summary: string; mustKeep: readonly string[]; messages: readonly NeutralMessage[]; cut: number },
   limits: { pinMaxChars: number; ledgerMaxChars: number },
 ): { mustKeep: string[]; ledger: string[] } {
+  const messages = opts.messages.slice(0, opts.cut);
+  const blocks = messages.map((m) => carriedByBlock(m.text));
+  const typed = pinsByMessage(messages);
   const pins = carriedPins({
-    byMessage: pinsByMessage(opts.messages),
-    cut: opts.cut,
+    byMessage: messages.map((_, i) => blocks[i]?.pins ?? typed[i] ?? []),
+    cut: messages.length,
     mustKeep: opts.mustKeep,
     summary: opts.summary,
     maxChars: limits.pinMaxChars,
   });
-  const ledger = carriedLedger({
-    messages: opts.messages,
-    cut: opts.cut,
-    maxChars: limits.ledgerMaxChars,
-    carried: pins,
-  });
+  const said = messages.filter((_, i) => blocks[i] === undefined);
+  const ledger = capPins(
+    mergePins(
+      ...blocks.map((b) => b?.ledger ?? []),
+      carriedLedger({ messages: said, cut: said.length, maxChars: limits.ledgerMaxChars, carried: pins }),
+    ),
+    limits.ledgerMaxChars,
+  );
   // Pins are derived from the messages a client resends; after a native compaction it resends none of them, so the
   // memo entry carries them (and the ledger) for the expansion.
   return { mustKeep: mergePins(pins, opts.mustKeep), ledger };

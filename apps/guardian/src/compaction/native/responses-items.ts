@@ -11,6 +11,26 @@ export function isCompactionItem(item: unknown): boolean {
 }
 
 /** Instructions, not conversation: a summary never stands for them, so they stay where the client put them. */
+/** The blocks expand() made, so a summary of them can read them as the user's (asUser). */
+const BLOCKS = new WeakSet<object>();
+
+/**
+ * The items with each expanded block as a user message: what a new summary of them reads. A block is sent on as a
+ * `developer` message, which the engine reads as instructions, not typed words; as the user's, its pins and standing
+ * instructions are carried into the next block too (the chain keeps them, as a `/compact` of it does).
+ */
+export function asUser(items: readonly unknown[]): unknown[] {
+  return items.map((item) => (isObj(item) && BLOCKS.has(item) ? { ...item, role: 'user' } : item));
+}
+
+/**
+ * The client's own instructions (`system`, `developer` items): kept where they are when a summary stands for the
+ * rest. A block expand() made is a `developer` message too, but it is conversation, summarised with the rest.
+ */
+export function isClientInstruction(item: unknown): boolean {
+  return isInstruction(item) && !(isObj(item) && BLOCKS.has(item));
+}
+
 /**
  * Compaction items sent back in a Responses `input` (issue 27 item 1), each replaced by guardian's summary block, so
  * the backend never sees one. Items before the newest threshold item are what it stands for (it was made of that
@@ -49,8 +69,10 @@ export class ResponsesItems {
         owner_hash: owner ?? null,
       });
       if (expanded.claims.kind === 'threshold') covered = out.length;
-      out.push({ type: 'message', role, content: [{ type: 'input_text', text: expanded.text }] });
+      const block = { type: 'message', role, content: [{ type: 'input_text', text: expanded.text }] };
+      BLOCKS.add(block);
+      out.push(block);
     }
-    return covered <= 0 ? out : out.filter((item, i) => i >= covered || isInstruction(item));
+    return covered <= 0 ? out : out.filter((item, i) => i >= covered || isClientInstruction(item));
   }
 }

@@ -8,7 +8,8 @@ import type { NativeOutcome } from './native-outcome';
 import { NativeReporter } from './native-reporter';
 import { NativeStretch } from './native-stretch';
 import { withCompactionItem } from './responses-answer';
-import { compactionItem, isInstruction, isObj } from './responses-shapes';
+import { asUser, isClientInstruction } from './responses-items';
+import { compactionItem, isObj } from './responses-shapes';
 
 type Obj = Record<string, unknown>;
 
@@ -53,7 +54,7 @@ export class ResponsesThreshold {
     const items = request.input;
     const tail = items.findLastIndex((i) => isObj(i) && i.role === 'user');
     // Something before the newest user message that a summary could stand for (instructions stay as they are).
-    const foldable = items.slice(0, Math.max(tail, 0)).some((i) => !isInstruction(i));
+    const foldable = items.slice(0, Math.max(tail, 0)).some((i) => !isClientInstruction(i));
     const measured =
       Number.isFinite(threshold) && foldable
         ? await this.stretch.measure(inputFor(Buffer.from(JSON.stringify(request)), 'responses'))
@@ -62,14 +63,14 @@ export class ResponsesThreshold {
       this.reporter.entry('responses_threshold', 'not_needed', 'responses');
       return forward(request);
     }
-    const whole = { ...request, stream: false };
+    const whole = { ...request, input: asUser(items), stream: false };
     const done = await this.stretch.compact(inputFor(Buffer.from(JSON.stringify(whole)), 'responses'), {
       sealContent: false,
       kind: 'threshold',
     });
     this.reporter.entry('responses_threshold', 'applied', 'responses', done.said);
     const block = { type: 'message', role: 'developer', content: [{ type: 'input_text', text: done.block }] };
-    const input = [...items.slice(0, tail).filter(isInstruction), block, ...items.slice(tail)];
+    const input = [...items.slice(0, tail).filter(isClientInstruction), block, ...items.slice(tail)];
     const item = compactionItem(done.handle);
     return {
       kind: 'forward',
