@@ -46,7 +46,7 @@ export { verifyArchive, verifyRun, type ChainBreak, type RunVerdict } from './ve
 export { verifyIncrement, type VerifyCursor } from './verify-increment';
 
 // The archive as a transparency log (issue 29, docs/ARCHIVE_FORMAT.md#the-log).
-export { LogProofs, type LogPosition } from './log-proofs';
+export { LogProofs } from './log-proofs';
 export { verifyLogs, verifyOneLog, type LogVerdict, type PinOptions } from './log-verify';
 export { parseVerifierKey } from './signed-note';
 export { CHECKPOINT_FILE, SpanLog, VKEY_FILE } from './span-log';
