@@ -4,6 +4,7 @@ import type {
   BetaMessage,
 } from '@anthropic-ai/sdk/resources/beta/messages/messages';
 
+import { samples, sumOf } from '../support/prom-text';
 import { startStack, type Stack } from '../support/stack';
 
 type Json = Record<string, any>;
@@ -199,7 +200,7 @@ describe('Anthropic context management served for a backend that has none (issue
     })) as Json;
     expect(res.content.map((b: Json) => b.type)).toEqual(['compaction', 'text']);
     expect(res.content[0].content).toContain('FACT-CTX-7731');
-    expect(res.content[0].signature).toMatch(/^cg1\./);
+    expect(res.content[0].signature).toMatch(/^cg2\./);
     expect(res.stop_reason).toBe('end_turn');
     expect(res.usage.iterations.map((i: Json) => i.type)).toEqual(['compaction', 'message']);
     const [sent] = forwarded();
@@ -306,5 +307,31 @@ describe('Anthropic context management served for a backend that has none (issue
     expect(paused).toHaveLength(1);
     expect(paused[0]!.delta.stop_reason).toBe('compaction');
     expect(paused[0]!.context_management).toEqual({ applied_edits: [] });
+  });
+
+  it('counts each mechanism by what it did, and tells the events feed what changed', async () => {
+    const all = samples(await (await fetch(`${stack.guardian.url}/metrics`)).text());
+    const native = (entry: string, outcome: string) =>
+      sumOf(all, 'guardian_native_requests_total', { entry, outcome });
+    expect(native('clear_tool_uses', 'applied')).toBeGreaterThanOrEqual(2);
+    expect(native('clear_tool_uses', 'not_needed')).toBeGreaterThanOrEqual(1);
+    expect(native('clear_thinking', 'applied')).toBeGreaterThanOrEqual(1);
+    expect(native('messages_threshold', 'applied')).toBeGreaterThanOrEqual(4);
+    expect(native('clear_thinking', 'refused') + native('clear_tool_uses', 'refused')).toBeGreaterThanOrEqual(
+      1,
+    );
+    const events = ((await (await fetch(`${stack.guardian.url}/guardian/events`)).json()) as Json)
+      .events as Json[];
+    const told = new Set(
+      events.filter((e) => e.kind === 'native_compaction').map((e) => `${e.entry}:${e.outcome}`),
+    );
+    expect([...told]).toEqual(
+      expect.arrayContaining([
+        'clear_tool_uses:applied',
+        'clear_thinking:applied',
+        'messages_threshold:applied',
+      ]),
+    );
+    expect(told.has('clear_tool_uses:not_needed')).toBe(false);
   });
 });

@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 
+import { samples, sumOf } from '../support/prom-text';
 import { startStack, type Stack } from '../support/stack';
 
 type Json = Record<string, any>;
@@ -46,7 +47,7 @@ describe('Anthropic on-demand compaction served for a backend that has none (iss
     expect(block.type).toBe('compaction');
     expect(block.content).toContain('CONTEXT-GUARDIAN-ARCHIVE');
     expect(block.content).toContain('FACT-ANTH-5521');
-    expect(block.signature).toMatch(/^cg1\./);
+    expect(block.signature).toMatch(/^cg2\./);
     expect(res.usage.iterations.map((i: Json) => i.type)).toEqual(['compaction']);
 
     stack.stub.reset();
@@ -106,6 +107,22 @@ describe('Anthropic on-demand compaction served for a backend that has none (iss
     expect(stack.stub.requests).toHaveLength(0);
   });
 
+  it('a body that only mentions compaction is forwarded byte for byte', async () => {
+    stack.stub.reset();
+    const body = Buffer.from(
+      '{ "model":"stub-model", "max_tokens" : 32,\n "messages":[{"role":"user","content":"how does compaction work in LSM trees \\u00e9? and context_management?"}] }',
+    );
+    const res = await fetch(`${stack.baseURL}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body,
+    });
+    expect(res.status).toBe(200);
+    const sent = stack.stub.requests.filter((r) => r.route === 'messages');
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.body.equals(body)).toBe(true);
+  });
+
   it('refuses what Anthropic refuses: a trailing unanswered tool call, and context_management with it', async () => {
     const toolCall = {
       role: 'assistant',
@@ -131,5 +148,28 @@ describe('Anthropic on-demand compaction served for a backend that has none (iss
         context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] },
       }),
     ).toBe(400);
+  });
+
+  it('counts on-demand compactions, refusals and handles, and tells the events feed', async () => {
+    const all = samples(await (await fetch(`${stack.guardian.url}/metrics`)).text());
+    expect(
+      sumOf(all, 'guardian_native_requests_total', { entry: 'messages_on_demand', outcome: 'applied' }),
+    ).toBe(3);
+    expect(
+      sumOf(all, 'guardian_native_requests_total', { entry: 'messages_on_demand', outcome: 'refused' }),
+    ).toBe(2);
+    expect(sumOf(all, 'guardian_native_handles_total', { route: 'messages', outcome: 'block' })).toBe(1);
+    expect(sumOf(all, 'guardian_native_handles_total', { route: 'messages', outcome: 'invalid' })).toBe(1);
+    expect(sumOf(all, 'guardian_requests_total', { route: 'messages', outcome: 'served' })).toBe(3);
+    const events = ((await (await fetch(`${stack.guardian.url}/guardian/events`)).json()) as Json)
+      .events as Json[];
+    expect(events.filter((e) => e.kind === 'native_compaction').map((e) => e.outcome)).toEqual([
+      'applied',
+      'applied',
+      'applied',
+      'refused',
+      'refused',
+    ]);
+    expect(events.filter((e) => e.kind === 'native_handle').map((e) => e.outcome)).toEqual(['invalid']);
   });
 });

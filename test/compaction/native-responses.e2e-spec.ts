@@ -26,6 +26,9 @@ const itemsOf = (stack: Stack) =>
       return Array.isArray(input) ? input.map((i: Json) => i.type) : [];
     });
 
+const forwarded = (stack: Stack): Json[] =>
+  stack.stub.requests.filter((r) => r.route === 'responses' && !r.isSummary).map((r) => r.json as Json);
+
 describe('OpenAI Responses compaction served for a backend that has none (issue 27)', () => {
   let stack: Stack;
   let sdk: OpenAI;
@@ -45,7 +48,7 @@ describe('OpenAI Responses compaction served for a backend that has none (issue 
     expect(kinds.at(-1)).toBe('compaction');
     expect(compacted.output.slice(0, -1).every((o: Json) => o.role === 'user')).toBe(true);
     const item = compacted.output.at(-1) as Json;
-    expect(item.encrypted_content).toMatch(/^cg1\.[\w-]+\.[\w-]+$/);
+    expect(item.encrypted_content).toMatch(/^cg2\.[\w-]+\.[\w-]+$/);
     // Guardian's own summariser wrote the summary, with the same upstream and model.
     expect(stack.stub.requests.filter((r) => r.isSummary)).toHaveLength(1);
 
@@ -86,6 +89,26 @@ describe('OpenAI Responses compaction served for a backend that has none (issue 
     expect(stack.stub.requests.filter((r) => r.route === 'responses' && !r.isSummary)).toHaveLength(0);
   });
 
+  it('chained triggers, as Codex sends them, carry the first pins on whole through every compaction', async () => {
+    let history: Json[] = conversation(4);
+    for (let round = 0; round < 3; round++) {
+      const res = await sdk.responses.create({
+        model: 'stub-model',
+        input: [...history, { type: 'compaction_trigger' }] as any,
+      });
+      expect(res.output.map((o) => o.type)).toEqual(['compaction']);
+      history = [res.output[0] as Json, ...conversation(3).slice(1)];
+    }
+    stack.stub.reset();
+    await sdk.responses.create({
+      model: 'stub-model',
+      input: [history[0] as any, { role: 'user', content: 'go on' }],
+    });
+    const block = (((forwarded(stack)[0]!.input as Json[])[0]!.content as Json[])[0] as Json).text as string;
+    expect(block).toContain(`\n- ${FACT}`);
+    expect(block).not.toContain('- - ');
+  });
+
   it('a plain compaction_trigger answers one compaction item', async () => {
     const res = await sdk.responses.create({
       model: 'stub-model',
@@ -115,6 +138,23 @@ describe('OpenAI Responses compaction served for a backend that has none (issue 
       'GUARDIAN_COMPACTION_HANDLE_INVALID',
     );
     expect(stack.stub.requests).toHaveLength(0);
+  });
+
+  it('a body that only mentions compaction is forwarded byte for byte', async () => {
+    stack.stub.reset();
+    // Spacing, an escaped character and a key order JSON.stringify would not keep: only untouched bytes keep them.
+    const body = Buffer.from(
+      '{ "input" : [ {"role":"user", "content":"explain log compaction in Kafka \\u00e9, and context_management too"} ],\n  "model":"stub-model" }',
+    );
+    const res = await fetch(`${stack.baseURL}/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    expect(res.status).toBe(200);
+    const sent = stack.stub.requests.filter((r) => r.route === 'responses');
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.body.equals(body)).toBe(true);
   });
 
   it('context_management is not forwarded to a backend that does not know it', async () => {

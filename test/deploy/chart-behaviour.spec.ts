@@ -324,6 +324,34 @@ describe('values map 1:1 onto environment variables', () => {
     });
   });
 
+  // docs/native-compaction.md, "The key": every replica must seal and open compaction handles with one key.
+  it('takes the compaction handle key from a mounted Secret, as the log key', () => {
+    const objects = render({
+      values: {
+        config: { nativeKeyFile: '/etc/guardian-native/key', logKeyFile: '/etc/guardian-log/key' },
+        extraVolumes: [{ name: 'native-key', secret: { secretName: 'guardian-native-key' } }],
+        extraVolumeMounts: [{ name: 'native-key', mountPath: '/etc/guardian-native', readOnly: true }],
+      },
+    });
+    const guardian = container(objects, 'guardian');
+    expect(envOf(guardian)).toMatchObject({
+      GUARDIAN_NATIVE_KEY_FILE: '/etc/guardian-native/key',
+      GUARDIAN_LOG_KEY_FILE: '/etc/guardian-log/key',
+    });
+    expect(guardian.volumeMounts).toContainEqual({
+      name: 'native-key',
+      mountPath: '/etc/guardian-native',
+      readOnly: true,
+    });
+    expect(podSpec(objects).volumes).toContainEqual({
+      name: 'native-key',
+      secret: { secretName: 'guardian-native-key' },
+    });
+    // The schema stays strict: an empty path, or a value of another type, is refused before anything renders.
+    expect(renderError({ values: { config: { nativeKeyFile: '' } } })).toMatch(/nativeKeyFile/);
+    expect(renderError({ values: { config: { nativeKeyFile: 7 } } })).toMatch(/nativeKeyFile/);
+  });
+
   it('maps every config key onto its variable, and the chart README lists each mapping', () => {
     const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8'));
     const props = schema.properties.config.properties as Record<string, any>;

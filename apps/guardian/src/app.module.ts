@@ -35,9 +35,15 @@ import { HandleSealer } from './compaction/native/compaction-handle';
 import { loadHandleKey } from './compaction/native/handle-key';
 import { MessagesCompaction } from './compaction/native/messages-compaction';
 import { MessagesContext } from './compaction/native/messages-context';
+import { NativeArchive } from './compaction/native/native-archive';
 import { NativeCompaction } from './compaction/native/native-compaction';
 import { NativeMode, NativeProbeReporter } from './compaction/native/native-mode';
+import { NativeHandles } from './compaction/native/native-handles';
+import { NativeReporter } from './compaction/native/native-reporter';
 import { NativeStretch } from './compaction/native/native-stretch';
+import { ResponsesCompaction } from './compaction/native/responses-compaction';
+import { ResponsesItems } from './compaction/native/responses-items';
+import { ResponsesThreshold } from './compaction/native/responses-threshold';
 import { CaptureService } from './compaction/answer/capture.service';
 import { CompactionEngine } from './compaction/decide/compaction-engine';
 import { ForwardForecast } from './compaction/decide/forward-forecast';
@@ -289,9 +295,12 @@ export class AppModule {
         HandoffWriter,
         MessagesCompaction,
         MessagesContext,
+        NativeArchive,
         NativeCompaction,
         NativeMode,
         NativeProbeReporter,
+        NativeHandles,
+        NativeReporter,
         NativeStretch,
         OverflowRecovery,
         PrecompactJobs,
@@ -302,6 +311,9 @@ export class AppModule {
         RequestCounter,
         RequestReporter,
         RequestStage,
+        ResponsesCompaction,
+        ResponsesItems,
+        ResponsesThreshold,
         SessionTable,
         SpanRecorder,
         SpanVolumeProbe,

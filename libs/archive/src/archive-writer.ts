@@ -48,7 +48,9 @@ export abstract class ArchiveWriter {
   abstract write(input: SpanInput): Promise<SpanRef>;
   /**
    * What a request waits for (ADR 0013): the span file fsynced and renamed into place and its chain line written,
-   * or a throw. `sealed` settles when the run's commit has made the name and the line durable (or rejects).
+   * or a throw. `sealed` settles when the run's commit has made the name and the line durable (or rejects). `logged`
+   * settles once a signed checkpoint of the writer's log covers the span, or the commit or the log failed (it never
+   * rejects: the log is not the span's seal, docs/ARCHIVE_FORMAT.md#the-log).
    */
-  abstract place(input: SpanInput): Promise<SpanRef & { sealed: Promise<void> }>;
+  abstract place(input: SpanInput): Promise<SpanRef & { sealed: Promise<void>; logged: Promise<void> }>;
 }

@@ -52,6 +52,7 @@ export { verifyLogs, verifyOneLog, type LogVerdict, type PinOptions } from './lo
 export { parseVerifierKey } from './signed-note';
 export { CHECKPOINT_FILE, SpanLog, VKEY_FILE } from './span-log';
 export { listLogs, logFolder, peekCheckpoint, readLogFile, type LogSource } from './span-log-read';
+export { openSpan, parseSpanRef, type OpenedSpan } from './span-open';
 export { spanEntry, verifyTlogProof } from './tlog-checkpoint';
 export { parseTilePath, tilePath } from './tlog-tiles';
 export { writerLog } from './writer-log';

@@ -111,7 +111,7 @@ export class SealedArchive extends ArchiveWriter {
   }
 
   override async write(input: SpanInput): Promise<SpanRef> {
-    const { sealed, ...ref } = await this.place(input);
+    const { sealed, logged: _logged, ...ref } = await this.place(input);
     try {
       await sealed;
     } catch (cause) {
@@ -122,10 +122,18 @@ export class SealedArchive extends ArchiveWriter {
     return ref;
   }
 
-  override async place(input: SpanInput): Promise<PlacedSpan> {
+  override async place(input: SpanInput): Promise<PlacedSpan & { logged: Promise<void> }> {
     // Numbered at entry: concurrent writes of several sessions must not shift a crash point armed for the N-th.
     const write = ++this.spanWrites;
-    return this.withWriter(runSession(input), 'span', (w) => w.placeSpan(input, write));
+    const placed = await this.withWriter(runSession(input), 'span', (w) =>
+      w.placeSpan(input, write),
+    );
+    // The commit hands the span's entry to the log before `sealed` settles; the log's settling then covers it.
+    const logged = placed.sealed.then(
+      () => this.logSettled(),
+      () => undefined,
+    );
+    return { ...placed, logged };
   }
 
   /** Appends messages to the session's capture journal (used by CaptureJournal). */

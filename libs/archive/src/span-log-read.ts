@@ -118,16 +118,20 @@ function lengthPrefix(n: number): Buffer {
   return b;
 }
 
-/** Every entry of a tree of `size`, in order, from the entry bundles. */
-export async function readEntries(src: LogSource, size: number): Promise<string[]> {
+/**
+ * The entries of a tree of `size` from index `from` on (every entry by default), in order, from the entry bundles.
+ * Entries never change once written, so a reader that has the first `from` reads only the bundles after them.
+ */
+export async function readEntries(src: LogSource, size: number, from = 0): Promise<string[]> {
   const out: string[] = [];
-  for (let n = 0; n * TILE_WIDTH < size; n += 1) {
+  for (let n = Math.floor(from / TILE_WIDTH); n * TILE_WIDTH < size; n += 1) {
     const width = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
     const entries = decodeBundle(await readTile(src, 'entries', n, width));
     if (entries?.length !== width) {
       throw new LogCheckFailed('log-tile', src.name, `entry bundle ${n} does not hold ${width} entries`);
     }
-    out.push(...entries.map((e) => e.toString('utf8')));
+    const skip = Math.max(0, from - n * TILE_WIDTH);
+    out.push(...entries.slice(skip).map((e) => e.toString('utf8')));
   }
   return out;
 }

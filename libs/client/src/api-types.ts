@@ -128,7 +128,12 @@ interface EventAnswer {
     | 'fail_open'
     | 'overflow_recovered'
     | 'backend_truncation'
-    | 'archive_deferred';
+    | 'archive_deferred'
+    // A provider's compaction protocol served (docs/native-compaction.md): `entry` and `outcome` as
+    // guardian_native_requests_total labels them.
+    | 'native_compaction'
+    // A compaction handle sent back that was rebuilt from its span, could not be, or was refused (`outcome`).
+    | 'native_handle';
   at: string;
   route: string;
   model?: string;

@@ -17,8 +17,8 @@ export { carriedAnchors } from './anchors';
 export { checkpointSummary } from './checkpoint';
 export { allowedCuts, evictedIndexes } from './cuts';
 export { Calibration, requestChars, silentlyTruncated, tokensForChars } from './estimate';
-export { LEDGER_HEADING } from './ledger';
-export { carriedPins, extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
+export { carriedLedger, LEDGER_HEADING } from './ledger';
+export { capPins, carriedPins, extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
 export { chooseCut, chooseMemo, planCompaction, type PlanInput } from './planner';
 export { canonicalDigest, hashText, hashTexts, prefixHashes, sortedKeyJson } from './prefix-hash';
 export {
@@ -35,7 +35,13 @@ export { handoffMarkdown, sessionHandoff, type SessionHandoff } from './session-
 export { spillPointer, spillText } from './spill';
 export { KEPT_TOOL_RESULTS, planResultClearing } from './result-clearing';
 export { planToolClearing, toolResultPointer, TOOL_POINTER_MAX_CHARS, type ToolUse } from './tool-clearing';
-export { ANCHORS_HEADING, ARCHIVE_FENCE, PINS_HEADING, renderSummaryBlock } from './summary-block';
+export {
+  ANCHORS_HEADING,
+  ARCHIVE_FENCE,
+  carriedByBlock,
+  PINS_HEADING,
+  renderSummaryBlock,
+} from './summary-block';
 export {
   SUMMARY_REQUEST_TAG,
   buildSummaryPrompt,

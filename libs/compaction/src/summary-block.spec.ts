@@ -2,6 +2,7 @@ import { LEDGER_HEADING } from './ledger';
 import {
   ARCHIVE_FENCE,
   capSummary,
+  carriedByBlock,
   MAX_BLOCK_SPANS,
   PINS_HEADING,
   renderSummaryBlock,
@@ -144,5 +145,17 @@ describe('capSummary', () => {
     const cut = capSummary('x'.repeat(5000), 400);
     expect(cut.length).toBeLessThanOrEqual(400);
     expect(cut.startsWith('xxx')).toBe(true);
+  });
+});
+
+describe('carriedByBlock', () => {
+  it('reads back the pins and the ledger a block carries, whatever its summary says', () => {
+    const pins = ['Remember this: the port is 8443.', 'Note: the host is db-2.'];
+    const ledger = ['Always use pnpm.', 'Never push to main.'];
+    const summary = `A summary that quotes a heading:\n${PINS_HEADING}\n- not a pin\n\n## Must Keep\n- port 8443`;
+    const text = `Some instructions.\n\n${renderSummaryBlock({ ...base, summary, pins, ledger, anchors: ['db-2', 'cursorX'] })}`;
+    expect(carriedByBlock(text)).toEqual({ pins, ledger });
+    expect(carriedByBlock(renderSummaryBlock(base))).toEqual({ pins: [], ledger: [] });
+    expect(carriedByBlock('no block here')).toBeUndefined();
   });
 });

@@ -108,3 +108,30 @@ export function renderSummaryBlock(input: SummaryBlockInput): string {
   lines.push(`${ARCHIVE_FENCE}>>>`);
   return lines.join('\n');
 }
+
+/** The bullets under `heading` in the tail of a block (up to the next blank line or the closing fence). */
+function bulletsUnder(tail: string, heading: string): string[] {
+  const at = tail.lastIndexOf(`\n${heading}\n`);
+  if (at === -1) return [];
+  const out: string[] = [];
+  for (const line of tail.slice(at + heading.length + 2).split('\n')) {
+    if (!line.startsWith('- ')) break;
+    out.push(line.slice(2));
+  }
+  return out;
+}
+
+/**
+ * What a summary block renderSummaryBlock made carries verbatim, read back from its text: the pins, and the
+ * instruction ledger oldest first (as carried; the block shows it newest first). Undefined for a text that holds no
+ * block. A block a client sends back (a native compaction's, docs/native-compaction.md) stands for messages the client
+ * no longer sends: a later summary of it carries these on, instead of reading the bullets as typed words.
+ */
+export function carriedByBlock(text: string): { pins: string[]; ledger: string[] } | undefined {
+  const open = text.indexOf(`<<<${ARCHIVE_FENCE}\n`);
+  const close = text.lastIndexOf(`\n${ARCHIVE_FENCE}>>>`);
+  if (open === -1 || close <= open) return undefined;
+  // The carried sections follow the summary: the last of each heading is the block's own, whatever the summary says.
+  const tail = `${text.slice(open, close)}\n`;
+  return { pins: bulletsUnder(tail, PINS_HEADING), ledger: bulletsUnder(tail, LEDGER_HEADING).reverse() };
+}

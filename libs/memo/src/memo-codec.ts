@@ -8,6 +8,7 @@ const memoEntrySchema = z.object({
   summary: z.string(),
   mustKeep: z.array(z.string()),
   anchors: z.array(z.string()).optional(),
+  ledger: z.array(z.string()).optional(),
   cut: z.number().int().nonnegative(),
   from: z.number().int().nonnegative().optional(),
   prefixHash: z.string(),
@@ -64,6 +65,7 @@ export function decodeEntry(raw: string): MemoEntry {
   const entry = decode(memoEntrySchema, raw, 'memo entry');
   // Optional fields stay absent rather than undefined, so an entry round-trips exactly.
   if (entry.span === undefined) delete entry.span;
+  if (entry.ledger === undefined) delete entry.ledger;
   if (entry.from === undefined) delete entry.from;
   if (entry.pendingFrom === undefined) delete entry.pendingFrom;
   if (entry.spanTotal === undefined) delete entry.spanTotal;

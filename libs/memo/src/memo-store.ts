@@ -10,6 +10,12 @@ export interface MemoEntry {
   mustKeep: string[];
   /** Identifiers of the evicted messages the kept ones still mentioned when the cut was made (issue 32 item 4). */
   anchors?: string[];
+  /**
+   * The instruction ledger a native compaction's block carries (docs/native-compaction.md): its client resends none of
+   * the messages it was read from, so it is kept here, as the pins are in `mustKeep`. Guardian's own compactions
+   * derive theirs from the messages each turn resends and leave it out.
+   */
+  ledger?: string[];
   /** Number of leading conversation messages this summary covers (the cut). */
   cut: number;
   /** Where this entry's own stretch starts (the previous cut; 0 for the first). */

@@ -23,14 +23,21 @@ import {
   NATIVE_PROBE_VERDICTS,
   RECALL_TOOL_LABELS,
   MAX_MODEL_LABELS,
+  NATIVE_ENTRIES,
+  NATIVE_OUTCOMES,
+  NATIVE_ROUTES,
+  NATIVE_HANDLE_OUTCOMES,
 } from './metrics';
 
 // Label names a metric may carry, each with the closed set of values it may take. `version` is bounded by
 // the code (the build), not by a list here.
 const ALLOWED_LABELS: Record<string, readonly string[] | 'code-bounded'> = {
   route: ROUTES,
+  entry: NATIVE_ENTRIES,
   outcome: [
     ...REQUEST_OUTCOMES,
+    ...NATIVE_OUTCOMES,
+    ...NATIVE_HANDLE_OUTCOMES,
     ...SUMMARISER_OUTCOMES,
     ...RECOVERY_OUTCOMES,
     ...PRECOMPACT_OUTCOMES,
@@ -82,6 +89,8 @@ const BOOT_SERIES: Record<string, Record<string, readonly string[]>> = {
   guardian_access_refusals_total: { reason: ACCESS_REFUSAL_REASONS },
   guardian_websocket_upgrades_refused_total: { route: PROXIED_ROUTES },
   guardian_native_probes_total: { family: NATIVE_FAMILIES, verdict: NATIVE_PROBE_VERDICTS },
+  guardian_native_requests_total: { entry: NATIVE_ENTRIES, outcome: NATIVE_OUTCOMES },
+  guardian_native_handles_total: { route: NATIVE_ROUTES, outcome: NATIVE_HANDLE_OUTCOMES },
 };
 
 /** Every combination of the label values, as `a="x",b="y"` in the order given. */

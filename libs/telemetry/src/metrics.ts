@@ -20,7 +20,8 @@ export const REQUEST_OUTCOMES = [
   'refused',
   'upstream_error',
   'dry_run',
-  // guardian's own endpoints (/guardian/*, probes, /metrics) answered by guardian itself
+  // answered by guardian itself: its own endpoints (/guardian/*, probes, /metrics), and a compaction a provider's
+  // protocol asked for (docs/native-compaction.md)
   'served',
 ] as const;
 /** Why a compaction ran: the budget was crossed, or the upstream rejected an overflow. */
@@ -73,6 +74,30 @@ export const RECALL_TOOL_LABELS = [
 export const NATIVE_FAMILIES = ['responses', 'messages'] as const;
 /** What a probe proved: the upstream serves the protocol, does not, or nothing (then guardian emulates and asks again). */
 export const NATIVE_PROBE_VERDICTS = ['serves', 'absent', 'inconclusive'] as const;
+/**
+ * The providers' compaction protocols guardian serves for a backend that has none (docs/native-compaction.md), by
+ * entry point: OpenAI Responses' `/v1/responses/compact`, a trailing `compaction_trigger` and `context_management`
+ * compaction; Anthropic's on-demand compaction, threshold compaction (`compact_20260112`) and context editing.
+ */
+export const NATIVE_ENTRIES = [
+  'responses_compact',
+  'responses_trigger',
+  'responses_threshold',
+  'messages_on_demand',
+  'messages_threshold',
+  'clear_tool_uses',
+  'clear_thinking',
+] as const;
+/** What one native entry point did: `applied` (compacted, or an edit changed the request), `not_needed`, `refused`. */
+export const NATIVE_OUTCOMES = ['applied', 'not_needed', 'refused'] as const;
+/** The routes that speak a compaction protocol. */
+export const NATIVE_ROUTES = ['messages', 'responses'] as const;
+/**
+ * What became of a compaction handle a client sent back: expanded from the memo, from the readable text of an
+ * Anthropic block it seals, rebuilt from the sealed span it names (the memo had lost it), `lost` (neither: the block
+ * names the span only), or refused: `invalid` (does not verify) or `foreign` (another developer's, team mode).
+ */
+export const NATIVE_HANDLE_OUTCOMES = ['memo', 'block', 'rebuilt', 'lost', 'invalid', 'foreign'] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 /**
@@ -124,6 +149,10 @@ export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 export type FailOpenStage = (typeof FAIL_OPEN_STAGES)[number];
 export type PrecompactOutcome = (typeof PRECOMPACT_OUTCOMES)[number];
 export type AccessRefusalReason = (typeof ACCESS_REFUSAL_REASONS)[number];
+export type NativeEntry = (typeof NATIVE_ENTRIES)[number];
+export type NativeOutcome = (typeof NATIVE_OUTCOMES)[number];
+export type NativeRoute = (typeof NATIVE_ROUTES)[number];
+export type NativeHandleOutcome = (typeof NATIVE_HANDLE_OUTCOMES)[number];
 
 const NAMES = {
   requests: 'guardian_requests_total',
@@ -168,6 +197,8 @@ const NAMES = {
   accessRefusals: 'guardian_access_refusals_total',
   websocketRefusals: 'guardian_websocket_upgrades_refused_total',
   nativeProbes: 'guardian_native_probes_total',
+  nativeRequests: 'guardian_native_requests_total',
+  nativeHandles: 'guardian_native_handles_total',
   usageTokens: 'guardian_usage_tokens',
   usageCompactions: 'guardian_usage_compactions',
   usageAnswers: 'guardian_usage_answers',
@@ -392,6 +423,16 @@ export class GuardianMetrics {
     'Probes of the upstream for the compaction protocols (GUARDIAN_NATIVE_COMPACTION=auto), by family and verdict.',
     ['family', 'verdict'],
   );
+  readonly nativeRequests = this.counter(
+    NAMES.nativeRequests,
+    "Requests that spoke a provider's compaction protocol guardian serves (docs/native-compaction.md), by entry point and outcome.",
+    ['entry', 'outcome'],
+  );
+  readonly nativeHandles = this.counter(
+    NAMES.nativeHandles,
+    'Compaction handles sent back in a conversation, by route and what became of them (rebuilt: from the sealed span).',
+    ['route', 'outcome'],
+  );
   /** Where the usage gauges read from at a scrape (the app's compaction log); unset, they have no series. */
   private usageSource: (() => Promise<UsageSample[]>) | undefined;
   /** One read of the log serves both usage gauges of one scrape (prom-client collects them together). */
@@ -527,6 +568,12 @@ export class GuardianMetrics {
     for (const route of PROXIED_ROUTES) this.websocketRefusals.inc({ route }, 0);
     for (const family of NATIVE_FAMILIES)
       for (const verdict of NATIVE_PROBE_VERDICTS) this.nativeProbes.inc({ family, verdict }, 0);
+    for (const entry of NATIVE_ENTRIES) {
+      for (const outcome of NATIVE_OUTCOMES) this.nativeRequests.inc({ entry, outcome }, 0);
+    }
+    for (const route of NATIVE_ROUTES) {
+      for (const outcome of NATIVE_HANDLE_OUTCOMES) this.nativeHandles.inc({ route, outcome }, 0);
+    }
   }
 
   /** The app hands in how to read usage once it can (the compaction log lives on the app's volume). */

@@ -10,7 +10,6 @@ import { forwardedPath } from '../http/dot-segments';
 import { GuardianError } from '../http/http-error';
 import type { OwnedRoute } from '../formats/owned-route';
 import type { PrepareInput } from '../compaction/handoff';
-import { editAnswer } from '../compaction/native/answer-edit';
 import { NativeCompaction } from '../compaction/native/native-compaction';
 import {
   readClientSession,
@@ -97,11 +96,12 @@ export class ProxyDoor {
     }
     const native = await this.native.intercept(p.req.method ?? 'GET', p.url, p.body, inputFor);
     if (!native) return { body: p.body };
-    if (native.kind === 'forward') {
-      const edit = native.answer;
-      return edit ? { body: native.body, answer: (u) => editAnswer(u, edit) } : { body: native.body };
-    }
+    if (native.kind === 'forward')
+      return native.answer ? { body: native.body, answer: native.answer } : { body: native.body };
     if (native.kind === 'refuse') return this.refuse(p, route, native.error);
+    // Answered by guardian itself: the compaction the protocol asked for (the one path answered here that is not an
+    // owned route is Responses' own, /v1/responses/compact).
+    this.reporter.served(route ?? 'responses');
     p.res.writeHead(200, {
       'content-type': native.contentType,
       'content-length': Buffer.byteLength(native.body),

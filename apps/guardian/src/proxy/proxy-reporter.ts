@@ -17,6 +17,11 @@ export class ProxyReporter {
     this.metrics.requests.inc({ route, outcome: 'refused' });
   }
 
+  /** A request guardian answered itself at the door: a compaction a provider's protocol asked for. */
+  served(route: Route): void {
+    this.metrics.requests.inc({ route, outcome: 'served' });
+  }
+
   /** A request on a path guardian does not own, answered or failed. */
   unowned(outcome: Extract<RequestOutcome, 'passthrough' | 'upstream_error'>): void {
     this.metrics.requests.inc({ route: 'other', outcome });

@@ -22,6 +22,8 @@ import { DecideReporter } from './decide-reporter';
 @Injectable()
 export class SpanRecorder implements OnModuleDestroy {
   private readonly pending = new Set<Promise<void>>();
+  /** Spans placed by this process whose log checkpoint is not written yet, by ref (a native handle names it). */
+  private readonly logging = new Map<string, Promise<void>>();
 
   constructor(
     private readonly archive: ArchiveWriter,
@@ -39,7 +41,7 @@ export class SpanRecorder implements OnModuleDestroy {
   async write(input: SpanInput): Promise<SpanRef | undefined> {
     const started = performance.now();
     try {
-      const { sealed, ...ref } = await withSpan(
+      const { sealed, logged, ...ref } = await withSpan(
         'guardian.archive.write',
         {
           ...genAiAttributes({ model: input.model }),
@@ -51,6 +53,10 @@ export class SpanRecorder implements OnModuleDestroy {
         () => this.archive.place(input),
       );
       this.reporter.spanWritten((performance.now() - started) / 1000);
+      this.logging.set(
+        ref.ref,
+        logged.finally(() => this.logging.delete(ref.ref)),
+      );
       this.behind(
         sealed.catch((err: unknown) =>
           // The span is on disk and named in this request; its run is torn now, and --verify names it.
@@ -71,6 +77,14 @@ export class SpanRecorder implements OnModuleDestroy {
       this.reporter.spanDeferred(input, reason, err);
       return undefined;
     }
+  }
+
+  /**
+   * Settles once the writer's log covers a span this process placed (or its commit or log failed); at once for any
+   * other ref. It never rejects.
+   */
+  async logged(ref: string): Promise<void> {
+    await this.logging.get(ref);
   }
 
   /**

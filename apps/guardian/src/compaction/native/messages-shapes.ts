@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 import { GuardianError } from '../../http/http-error';
-import type { AnswerEdit } from './answer-edit';
+import { editAnswer, type AnswerEdit } from './answer-edit';
 import type { NativeOutcome } from './native-outcome';
 
 type Obj = Record<string, unknown>;
@@ -13,9 +13,9 @@ export const refused = (message: string): NativeOutcome => ({
   error: new GuardianError('GUARDIAN_BAD_REQUEST', message, 400),
 });
 
-export const forward = (json: Obj, answer?: AnswerEdit): NativeOutcome =>
-  answer
-    ? { kind: 'forward', body: Buffer.from(JSON.stringify(json)), answer }
+export const forward = (json: Obj, edit?: AnswerEdit): NativeOutcome =>
+  edit
+    ? { kind: 'forward', body: Buffer.from(JSON.stringify(json)), answer: (u) => editAnswer(u, edit) }
     : { kind: 'forward', body: Buffer.from(JSON.stringify(json)) };
 
 export function compactionMessage(

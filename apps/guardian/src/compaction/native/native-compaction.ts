@@ -1,35 +1,24 @@
 import { Injectable } from '@nestjs/common';
 
 import { pathOnly, type OwnedRoute } from '../../formats/owned-route';
-import { GuardianError } from '../../http/http-error';
 import type { PrepareInput } from '../handoff';
 import { MessagesCompaction } from './messages-compaction';
 import { NativeMode } from './native-mode';
-import { json_, type NativeOutcome } from './native-outcome';
-import { NativeStretch } from './native-stretch';
-import {
-  COMPACTION_ITEM_TYPES,
-  compactedResponse,
-  isObj,
-  triggerEvents,
-  triggerResponse,
-} from './responses-shapes';
+import type { NativeOutcome } from './native-outcome';
+import { ResponsesCompaction } from './responses-compaction';
 
 export type { NativeOutcome } from './native-outcome';
 
-/** Codex keeps user messages up to this many tokens when it compacts locally; the compact endpoint retains as much. */
-const RETAINED_USER_TOKENS = 64_000;
-
 /**
- * The OpenAI Responses compaction protocol served for a backend that has none (issue 27 item 1): `/v1/responses/compact`
- * and a trailing `compaction_trigger` are answered with guardian's own summary behind a sealed handle; a compaction
- * item sent back is expanded into guardian's summary block, so the backend never sees one. Undefined: not ours.
+ * The providers' compaction protocols served for a backend that has none (docs/native-compaction.md): a request on
+ * `/v1/responses`, `/v1/responses/compact` or `/v1/messages` goes to its protocol, unless the mode passes them
+ * through. Undefined: not ours.
  */
 @Injectable()
 export class NativeCompaction {
   constructor(
-    private readonly stretch: NativeStretch,
     private readonly messages: MessagesCompaction,
+    private readonly responses: ResponsesCompaction,
     private readonly mode: NativeMode,
   ) {}
 
@@ -49,85 +38,8 @@ export class NativeCompaction {
     // Only such a request asks whether the upstream serves the protocol itself (`auto` probes once: native-mode.ts).
     const family = messages ? 'messages' : 'responses';
     if (await this.mode.passthrough(family, body, inputFor(body, family).upstreamHeaders)) return undefined;
-    if (messages) return this.messages.intercept(body, inputFor);
-    let json: unknown;
-    try {
-      json = JSON.parse(body.toString('utf8'));
-    } catch {
-      // Not JSON: the backend's own 400 says so better than we would.
-      return undefined;
-    }
-    if (!isObj(json)) return undefined;
-    const items = typeof json.input === 'string' ? [userItem(json.input)] : json.input;
-    if (!Array.isArray(items)) return undefined;
-    try {
-      const trigger =
-        isObj(items.at(-1)) && (items.at(-1) as { type?: unknown }).type === 'compaction_trigger';
-      const given = trigger ? items.slice(0, -1) : items;
-      if (compact || trigger) return await this.compact(json, given, inputFor, compact);
-      // context_management is not a field the backend knows; guardian's own budget compacts this request instead.
-      const { context_management: _dropped, ...rest } = json;
-      const forwarded = { ...rest, input: await this.expand(given, 'developer') };
-      return { kind: 'forward', body: Buffer.from(JSON.stringify(forwarded)) };
-    } catch (err) {
-      if (err instanceof GuardianError) return { kind: 'refuse', error: err };
-      throw err;
-    }
+    return messages
+      ? this.messages.intercept(body, inputFor)
+      : this.responses.intercept(body, compact, inputFor);
   }
-
-  /** Summarise the whole conversation once and answer the handle, as the endpoint or as the trigger's response. */
-  private async compact(
-    json: Record<string, unknown>,
-    given: unknown[],
-    inputFor: (body: Buffer, route: OwnedRoute) => PrepareInput,
-    endpoint: boolean,
-  ): Promise<NativeOutcome> {
-    const model = typeof json.model === 'string' ? json.model : '';
-    const request = { model, input: await this.expand(given, 'user'), instructions: json.instructions };
-    const done = await this.stretch.compact(inputFor(Buffer.from(JSON.stringify(request)), 'responses'), {
-      sealContent: false,
-    });
-    if (endpoint) {
-      const retained = retainedUserItems(given, done.tokens);
-      return json_(compactedResponse(retained, done.handle, done.usage));
-    }
-    const response = triggerResponse(model, done.handle, done.usage);
-    return json.stream === true
-      ? { kind: 'answer', contentType: 'text/event-stream; charset=utf-8', body: triggerEvents(response) }
-      : json_(response);
-  }
-
-  /** Each compaction item of ours replaced by guardian's summary block; one that does not verify is refused. */
-  private async expand(items: unknown[], role: 'developer' | 'user'): Promise<unknown[]> {
-    const out: unknown[] = [];
-    for (const item of items) {
-      if (!isObj(item) || typeof item.type !== 'string' || !COMPACTION_ITEM_TYPES.has(item.type)) {
-        out.push(item);
-        continue;
-      }
-      const handle = typeof item.encrypted_content === 'string' ? item.encrypted_content : '';
-      const text = await this.stretch.expand(handle);
-      out.push({ type: 'message', role, content: [{ type: 'input_text', text }] });
-    }
-    return out;
-  }
-}
-
-function userItem(text: string): Record<string, unknown> {
-  return { type: 'message', role: 'user', content: [{ type: 'input_text', text }] };
-}
-
-/** The user messages, newest first within RETAINED_USER_TOKENS, in their order (what OpenAI's compact keeps). */
-function retainedUserItems(items: readonly unknown[], tokens: (chars: number) => number): unknown[] {
-  const kept: unknown[] = [];
-  let used = 0;
-  for (let i = items.length - 1; i >= 0; i -= 1) {
-    const item = items[i];
-    if (!isObj(item) || item.role !== 'user' || (item.type !== undefined && item.type !== 'message'))
-      continue;
-    used += tokens(JSON.stringify(item.content ?? '').length);
-    if (used > RETAINED_USER_TOKENS) break;
-    kept.unshift(item);
-  }
-  return kept;
 }

@@ -1,17 +1,17 @@
-import { createHash } from 'node:crypto';
-
 import { Injectable } from '@nestjs/common';
 
-import { carriedPins, pinsByMessage, renderSummaryBlock, tokensForChars } from '@guardian/compaction';
+import { tokensForChars } from '@guardian/compaction';
 import { MemoStore, type MemoEntry } from '@guardian/memo';
 
 import { GuardianConfig } from '../../config/guardian-config';
 import { GuardianError } from '../../http/http-error';
 import type { PrepareInput } from '../handoff';
-import { pendingStart, StretchService } from '../decide/stretch-service';
+import { StretchService } from '../decide/stretch-service';
 import { conversationPrefixHashes } from '../request/conversation-reader';
 import { RequestStage } from '../request/request-stage';
-import { handleRefused, HandleSealer, type HandleClaims } from './compaction-handle';
+import { contentHash, type HandleClaims, type HandleKind } from './compaction-handle';
+import { nativeBlock, nativeCarried, NativeHandles } from './native-handles';
+import type { NativeSaid } from './native-reporter';
 
 /** One native compaction: the handle that names it, its summary block, and what it cost. */
 export interface NativeCompacted {
@@ -20,13 +20,13 @@ export interface NativeCompacted {
   usage: { inputTokens: number; outputTokens: number };
   /** The token estimate of a text, by this request's counter. */
   tokens: (chars: number) => number;
+  /** What its event says of the request (session, owner, model; counts only). */
+  said: NativeSaid;
 }
-
-export const contentHash = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 /**
  * The engine's side of a native compaction, shared by the routes: the whole conversation summarised as one stretch
- * (summariser, memo, archive and lock: StretchService), and a handle opened back into guardian's summary block.
+ * (summariser, memo, archive and lock: StretchService), and sealed behind a handle (NativeHandles).
  */
 @Injectable()
 export class NativeStretch {
@@ -35,16 +35,16 @@ export class NativeStretch {
     private readonly requests: RequestStage,
     private readonly stretches: StretchService,
     private readonly memo: MemoStore,
-    private readonly sealer: HandleSealer,
+    private readonly handles: NativeHandles,
   ) {}
 
   /**
    * `sealContent`: the handle vouches for the block's text too (Anthropic's readable `content`); `instructions`: the
-   * client's own, added to guardian's summary prompt.
+   * client's own, added to guardian's summary prompt; `kind`: what the handle stands for (compaction-handle.ts).
    */
   async compact(
     input: PrepareInput,
-    opts: { sealContent: boolean; instructions?: string | null | undefined },
+    opts: { sealContent: boolean; instructions?: string | null | undefined; kind?: HandleKind },
   ): Promise<NativeCompacted> {
     const read = await this.requests.read(input);
     if (read.kind === 'unchanged')
@@ -56,16 +56,13 @@ export class NativeStretch {
     const cut = ctx.conv.messages.length;
     const instructions = opts.instructions ?? undefined;
     const { entry } = await this.stretches.summarise(ctx, hashes, undefined, 0, cut, { instructions });
-    // Pins are derived from the messages a client resends; after a native compaction it resends none of them, so the
-    // memo entry carries them for the expansion.
-    const pins = carriedPins({
-      byMessage: pinsByMessage(ctx.conv.messages),
-      cut,
-      mustKeep: entry.mustKeep,
-      summary: entry.summary,
-      maxChars: this.config.compaction.pinMaxChars,
-    });
-    const kept: MemoEntry = { ...entry, mustKeep: [...new Set([...pins, ...entry.mustKeep])] };
+    const carried = nativeCarried(
+      { summary: entry.summary, mustKeep: entry.mustKeep, messages: ctx.conv.messages, cut },
+      this.config.compaction,
+    );
+    const kept: MemoEntry = { ...entry, mustKeep: carried.mustKeep };
+    if (carried.ledger.length > 0) kept.ledger = carried.ledger;
+    else delete kept.ledger;
     await this.memo.put(ctx.session.stateHash, kept);
     const claims: HandleClaims = {
       session: ctx.session.stateHash,
@@ -73,14 +70,26 @@ export class NativeStretch {
       cut,
       memoKey: hashes[cut] ?? entry.prefixHash,
       chainHead: entry.spans.at(-1) ?? null,
+      owner: ctx.session.ownerHash ?? null,
+      ...(opts.kind === 'threshold' ? { kind: opts.kind } : {}),
     };
-    const block = blockText(claims, kept);
+    const block = nativeBlock(claims, kept);
     const tokens = (chars: number): number => tokensForChars(chars, ctx.count.counter);
     return {
-      handle: this.sealer.seal(opts.sealContent ? { ...claims, content: contentHash(block) } : claims),
+      handle: await this.handles.issue(
+        opts.sealContent ? { ...claims, content: contentHash(block) } : claims,
+      ),
       block,
       usage: { inputTokens: ctx.count.tokens, outputTokens: tokens(entry.summary.length) },
       tokens,
+      said: {
+        model: ctx.conv.model,
+        session: ctx.session.hash.slice(0, 8),
+        owner_hash: ctx.session.ownerHash ?? null,
+        tokens_before: ctx.count.tokens,
+        pins: carried.mustKeep.length,
+        ledger: carried.ledger.length,
+      },
     };
   }
 
@@ -96,26 +105,4 @@ export class NativeStretch {
     const { counter } = read.ctx.count;
     return { total: read.ctx.count.tokens, tokens: (chars) => tokensForChars(chars, counter) };
   }
-
-  /** The summary block a handle stands for; refuses a handle that does not verify (or does not match `content`). */
-  async expand(handle: string, content?: string): Promise<string> {
-    const claims = this.sealer.open(handle);
-    if (content !== undefined && claims.content !== contentHash(content)) throw handleRefused();
-    if (content !== undefined) return content;
-    return blockText(claims, await this.memo.get(claims.session, claims.memoKey));
-  }
-}
-
-function blockText(claims: HandleClaims, entry: MemoEntry | undefined): string {
-  return renderSummaryBlock({
-    // An entry evicted from the memo: the handle still names where the originals are sealed.
-    summary:
-      entry?.summary ??
-      'The summary of this stretch is no longer held in memory; the archived span named above holds the originals.',
-    evictedMessages: claims.cut - claims.from,
-    spans: entry?.spans ?? (claims.chainHead ? [claims.chainHead] : []),
-    spanTotal: entry?.spanTotal,
-    deferred: entry ? pendingStart(entry) !== undefined : false,
-    pins: entry?.mustKeep ?? [],
-  });
 }

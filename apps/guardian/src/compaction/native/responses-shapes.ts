@@ -10,6 +10,10 @@ export const COMPACTION_ITEM_TYPES = new Set(['compaction', 'compaction_summary'
 
 export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Instructions, not conversation: a summary never stands for them, so they stay where the client put them. */
+export const isInstruction = (item: unknown): boolean =>
+  isObj(item) && (item.role === 'system' || item.role === 'developer');
+
 const id = (prefix: string): string => `${prefix}_${randomBytes(12).toString('hex')}`;
 
 export interface CompactionUsage {

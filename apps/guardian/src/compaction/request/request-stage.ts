@@ -29,6 +29,11 @@ const ADAPTERS: Record<string, FormatAdapter> = {
   responses: responsesAdapter,
 };
 
+/** The format adapter of a route by name (an archived span's `route`), if guardian reads that route. */
+export function adapterFor(route: string): FormatAdapter | undefined {
+  return Object.hasOwn(ADAPTERS, route) ? ADAPTERS[route] : undefined;
+}
+
 /** The format adapter of an owned route. */
 export function adapterOf(input: PrepareInput): FormatAdapter {
   return ADAPTERS[input.route] ?? chatAdapter;
