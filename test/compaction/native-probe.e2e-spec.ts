@@ -89,7 +89,7 @@ describe('GUARDIAN_NATIVE_COMPACTION=auto probes the upstream once per protocol 
 
       const first = await sdk.responses.compact({ model: 'stub-model', input: conversation() as any });
       const second = await sdk.responses.compact({ model: 'stub-model', input: conversation() as any });
-      for (const c of [first, second]) expect((c.output.at(-1) as Json).encrypted_content).toMatch(/^cg1\./);
+      for (const c of [first, second]) expect((c.output.at(-1) as Json).encrypted_content).toMatch(/^cg2\./);
       const asked = stack.stub.requests.filter((r) => r.path === '/v1/responses/compact');
       expect(asked).toHaveLength(1);
       expect(asked[0]!.status).toBe(404);
@@ -111,7 +111,7 @@ describe('GUARDIAN_NATIVE_COMPACTION=auto probes the upstream once per protocol 
         ],
       } as any);
       expect((block.content[0] as Json).type).toBe('compaction');
-      expect((block.content[0] as Json).signature).toMatch(/^cg1\./);
+      expect((block.content[0] as Json).signature).toMatch(/^cg2\./);
       // The strict stub refused the probe's `compaction` field, as it refuses every compaction field.
       const messagesProbe = stack.stub.requests.filter(
         (r) => r.route === 'messages' && (r.json as Json)?.compaction !== undefined,
@@ -171,7 +171,7 @@ describe('GUARDIAN_NATIVE_COMPACTION=auto probes the upstream once per protocol 
     try {
       const sdk = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-probe' });
       const compacted = await sdk.responses.compact({ model: 'gpt-x', input: conversation() as any });
-      expect((compacted.output.at(-1) as Json).encrypted_content).toMatch(/^cg1\./);
+      expect((compacted.output.at(-1) as Json).encrypted_content).toMatch(/^cg2\./);
       expect(upstream.received.filter((r) => r.path === '/v1/responses/compact')).toHaveLength(0);
       expect(await probes(stack, 'responses', 'serves')).toBe(0);
     } finally {

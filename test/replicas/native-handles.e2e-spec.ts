@@ -168,6 +168,9 @@ describe('compaction handles across routes, restarts, replicas and evictions (bu
       // One session held in memory: another session's compaction evicts the last one's summary.
       GUARDIAN_MAX_SESSIONS: '1',
       GUARDIAN_SHUTDOWN_DRAIN_SECONDS: '0',
+      // Served by guardian, not probed for: the stub's record then holds only the requests these handles make
+      // (native-probe.e2e-spec covers `auto`).
+      GUARDIAN_NATIVE_COMPACTION: 'emulate',
     };
     a = await startReplica({ env });
     // Started after the first made the handle key on the folder: both seal and open with it.
