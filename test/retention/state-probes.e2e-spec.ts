@@ -16,6 +16,7 @@ describe('npm run bench -- state-probes, against the stub', () => {
       model: 'stub-model',
       json: false,
       'max-turns': 400,
+      'stub-summaries': 'blank',
     }));
   });
 
