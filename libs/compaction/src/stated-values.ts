@@ -30,6 +30,8 @@ const TOOL_ARGS_MAX_CHARS = 80;
 const TOOL_RESULT_MAX_CHARS = 160;
 /** A sentence ending in a colon this short is a label ("Current task:"): it takes the sentence after it. */
 const LABEL_MAX_CHARS = 40;
+/** A stated sentence has at least this many words. */
+const MIN_WORDS = 3;
 /** The most characters of a tool result read for its line: a file read of megabytes is not scanned whole. */
 const RESULT_SCAN_MAX_CHARS = 20_000;
 
@@ -49,7 +51,7 @@ const cut = (s: string, max: number): string => (s.length <= max ? s : `${s.slic
 
 /**
  * The value-bearing sentences of one typed text, in order: a sentence (a label joined to the sentence after it) of at
- * most LEDGER_SENTENCE_MAX_CHARS that states the work (`Current task:`, `Next step:`, ...) or holds an exact value, and
+ * most LEDGER_SENTENCE_MAX_CHARS and at least MIN_WORDS words that states the work (`Current task:`, `Next step:`, ...) or holds an exact value, and
  * is not a question. A paste (over LEDGER_MESSAGE_MAX_CHARS once the client's tagged blocks, fenced code and quoted
  * lines are removed) is not read, as the ledger does not read one.
  */
@@ -66,7 +68,9 @@ export function statedSentences(text: string): string[] {
       s = `${s} ${next}`;
       i += 1;
     }
-    if (s.length > LEDGER_SENTENCE_MAX_CHARS || s.endsWith('?')) continue;
+    // Two words ("Step 100.", "Port 8443?") label or ask; a statement names what its value is.
+    if (s.length > LEDGER_SENTENCE_MAX_CHARS || s.endsWith('?') || s.split(/\s+/).length < MIN_WORDS)
+      continue;
     if (holdsValue(s) || factStatement(s)?.key.endsWith(':') === true) out.push(s);
   }
   return out;
