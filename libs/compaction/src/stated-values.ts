@@ -90,7 +90,7 @@ function typedLines(m: NeutralMessage): readonly string[] {
 }
 
 /** The line of a tool result: the first that holds a value, else the first that is not blank. */
-function resultLine(text: string): string {
+export function valueLine(text: string): string {
   let first = '';
   for (const raw of text.slice(0, RESULT_SCAN_MAX_CHARS).split('\n')) {
     const line = raw.trim();
@@ -110,7 +110,7 @@ function toolLine(
   const called = m.resultIds.map((id) => calls.get(id)).filter((c) => c !== undefined);
   // Guardian's own recall tools re-read the archive: their answers are not the session's state.
   if (called.some((c) => RECALL_TOOL_NAMES.has(c.name))) return undefined;
-  const line = resultLine(m.text);
+  const line = valueLine(m.text);
   if (!line) return undefined;
   const call = called[0];
   const name = call
