@@ -65,7 +65,7 @@ function replyTokens(reply: StubReply): number {
 
 function stubSummary(prompt: PromptText, ctx: GenerationContext): string {
   if (ctx.shortSummaries) return 'Ok.';
-  if (ctx.fabricatedSummaries) return fabricatedSummaryText(prompt, ctx.nextFabricated());
+  if (ctx.fabricatedSummaries) return fabricatedSummaryText(prompt, () => ctx.nextFabricated());
   return ctx.blankSummaries ? blankSummaryText() : summaryText(prompt);
 }
 

@@ -253,7 +253,7 @@ class StubServer implements StubBackend {
       flavor: this.options.flavor,
       shortSummaries: this.options.shortSummaries,
       fabricatedSummaries: this.options.fabricatedSummaries,
-      nextFabricated: () => this.fabricated++,
+      nextFabricated: () => this.options.fabricatedShape ?? this.fabricated++,
       blankSummaries: this.options.blankSummaries,
       model: this.options.model,
       reply: this.options.reply,

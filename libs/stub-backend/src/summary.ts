@@ -69,16 +69,15 @@ export const FABRICATED_SHAPES: readonly string[] = [
 /**
  * What a model too small to summarise answered guardian's summary prompt with (issue 32 item 7: SmolLM2-135M on
  * llama.cpp at a 4,096 window): a line shaped like the transcript that matches no real turn, under a `## Must Keep`
- * heading, the `nth` answer in the `nth` of FABRICATED_SHAPES (so a session meets every shape in turn); or, when
- * asked to extend a summary so far, a bare list of turn numbers with no heading at all. Every shape carries the
- * invented `Notes for step 7: ... INVENTED-0007`, which no test conversation holds.
+ * heading, one line only, each such answer in the next of FABRICATED_SHAPES (`next` counts them: a session meets every
+ * shape in turn, and each refusal is that shape's); or, when asked to extend a summary so far, a bare list of turn
+ * numbers with no heading at all. Every shape carries the invented `Notes for step 7: ... INVENTED-0007`, which no
+ * test conversation holds.
  */
-export function fabricatedSummaryText(prompt: PromptText, nth = 0): string {
-  const invented = [
-    FABRICATED_SHAPES[nth % FABRICATED_SHAPES.length]!,
-    '[2] assistant: Understood. I rolled back the migration and paged the on-call engineer.',
-  ];
+export function fabricatedSummaryText(prompt: PromptText, next: () => number = () => 0): string {
   const extending = allTexts(prompt).some((t) => t.includes('SUMMARY-SO-FAR-'));
-  if (extending) return [...invented, ...Array.from({ length: 8 }, (_, i) => `[${21 + 11 * i}]`)].join('\n');
-  return ['Summary of the earlier conversation:', ...invented, '## Must Keep', '- INVENTED-0007'].join('\n');
+  if (extending)
+    return [FABRICATED_SHAPES[0]!, ...Array.from({ length: 8 }, (_, i) => `[${21 + 11 * i}]`)].join('\n');
+  const shape = FABRICATED_SHAPES[next() % FABRICATED_SHAPES.length]!;
+  return ['Summary of the earlier conversation:', shape, '## Must Keep', '- INVENTED-0007'].join('\n');
 }

@@ -49,6 +49,8 @@ export interface StubOptions {
    * model that fabricates does; see `fabricatedSummaryText`.
    */
   fabricatedSummaries?: boolean;
+  /** With `fabricatedSummaries`: always this one of FABRICATED_SHAPES, instead of each in turn. */
+  fabricatedShape?: number;
   /**
    * Answer every summary request with a summary in the asked-for shape that holds nothing of the conversation (no
    * value, `- (none)` under `## Must Keep`); see `blankSummaryText`. Default false: the stub's summary lists every
