@@ -22,7 +22,7 @@ import {
   type Upstream,
 } from './harness';
 import { KINDS, stateSession, type StateItem, type StateMessage } from './state-session';
-import { SLOW_BACKEND_MS } from './tap';
+import { SLOW_BACKEND_MS, type TapCall } from './tap';
 
 const options = commonOptions.extend({
   window: z.coerce.number().int().min(2048).default(8192),
@@ -41,7 +41,7 @@ type Options = StateProbesOptions;
 
 const FENCE = '## Context Guardian: archived conversation';
 /** The plain-summary arm: every compaction summarises the whole evicted prefix afresh, and nothing else is carried. */
-export const PLAIN_SUMMARY: Readonly<Record<string, string>> = {
+const PLAIN_SUMMARY: Readonly<Record<string, string>> = {
   GUARDIAN_SUMMARY_MEMO: '0',
   GUARDIAN_PIN_MAX_CHARS: '0',
   GUARDIAN_LEDGER_MAX_CHARS: '0',
@@ -151,10 +151,14 @@ async function probe(
   return out;
 }
 
-/** The number of distinct guardian blocks forwarded so far: each new one is a compaction chained on the last. */
-function compactions(through: Through): number {
+/**
+ * The number of distinct guardian blocks the session's own turns were forwarded with: each new one is a compaction
+ * chained on the last. A probe's request is not counted: a probe asked on top of the history can be compacted anew,
+ * and phase 3 must be three compactions of the session, not of its questions.
+ */
+function compactions(turns: readonly TapCall[]): number {
   const blocks = new Set<string>();
-  for (const c of through.tap.calls) {
+  for (const c of turns) {
     if (c.summary) continue;
     const at = c.body.indexOf(FENCE);
     if (at !== -1) blocks.add(c.body.slice(at, c.body.indexOf('CONTEXT-GUARDIAN-ARCHIVE>>>', at)));
@@ -178,18 +182,21 @@ async function runSeed(
   const history: StateMessage[] = [
     { role: 'system', content: 'You are a coding agent on a software project.' },
   ];
+  const turns: TapCall[] = [];
   const send = async (turn: StateMessage[]): Promise<void> => {
     // The turn's user message is sent with everything before it; its tool messages and answer join the history.
     history.push(turn[0]!);
+    const before = through.tap.calls.length;
     await chat(`${through.url}/v1`, opts, history, 16);
+    turns.push(...through.tap.calls.slice(before));
     history.push(...turn.slice(1));
   };
   try {
     for (const turn of session.opening) await send(turn);
     let k = 0;
     for (const phase of PHASES) {
-      while (compactions(through) < phase && k < opts['max-turns']) await send(session.work(++k));
-      if (compactions(through) < phase) continue;
+      while (compactions(turns) < phase && k < opts['max-turns']) await send(session.work(++k));
+      if (compactions(turns) < phase) continue;
       (scores[arm][phase] ??= []).push(
         ...(await probe({ base: `${through.url}/v1`, through }, opts, history, session.items)),
       );

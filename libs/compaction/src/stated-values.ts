@@ -43,7 +43,7 @@ const RESULT_SCAN_MAX_CHARS = 20_000;
 const VALUE_WORDS = [/\b[A-Za-z]+[-_]?\d[\w.-]*/, /\b\d{3,}\b/, /\b\d+(?:\.\d+){2,}\b/];
 
 /** True when the text holds an exact value by the rule above. */
-export function holdsValue(text: string): boolean {
+function holdsValue(text: string): boolean {
   return VALUE_WORDS.some((re) => re.test(text)) || identifiersIn(text, 1).size > 0;
 }
 

@@ -93,7 +93,7 @@ export function toolResultPointer(args: {
  * The most characters of the result a pointer quotes (its first line holding an exact value, statedValues' rule):
  * the artifact id or the error a later turn may ask about stays in the request, the rest is one recall away.
  */
-export const POINTER_GIST_MAX_CHARS = 160;
+const POINTER_GIST_MAX_CHARS = 160;
 
 /** The most characters a pointer takes (a long tool name and ref): what a clearing plans each pointer at. */
 export const TOOL_POINTER_MAX_CHARS = toolResultPointer({
