@@ -1,4 +1,4 @@
-// `npm run bench [-- overhead|instructions|compaction|archive|memo|precompact|prefix-cache|redis-timeout|keep-facts|paste-cost|state-probes|soak|codex-turn ...] [-- options]`: the
+// `npm run bench [-- overhead|instructions|compaction|archive|memo|precompact|prefix-cache|redis-timeout|keep-facts|paste-cost|state-probes|tool-clearing|soak|codex-turn ...] [-- options]`: the
 // named benchmarks, or all but soak, one after the other (never at once: each one measures a machine it must have to
 // itself). Each writes bench/results/<name>.txt. Arguments after a second `--` go to the named benchmarks
 // (keep-facts: --upstream URL ...).
@@ -17,6 +17,7 @@ import * as redisTimeout from './redis-timeout';
 import * as soak from './soak';
 import * as keepFacts from './retention/keep-facts';
 import * as stateProbes from './retention/state-probes';
+import * as toolClearing from './tool-clearing';
 
 interface Bench {
   run(args?: readonly string[]): Promise<void>;
@@ -34,6 +35,7 @@ const BENCHES: Record<string, Bench> = {
   'keep-facts': keepFacts,
   'paste-cost': pasteCost,
   'state-probes': stateProbes,
+  'tool-clearing': toolClearing,
   soak,
   'codex-turn': codexTurn,
 };

@@ -78,15 +78,23 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-/** The named upstream, or the project's stub (hard window `window`, `recall` answers) when none is named. */
-export async function openUpstream(opts: CommonOptions): Promise<Upstream> {
+/**
+ * The named upstream, or the project's stub (hard window `window`, `recall` answers) when none is named; `blank`: the
+ * stub's summaries hold nothing of the conversation (`blankSummaries`) instead of listing every `FACT-` token.
+ */
+export async function openUpstream(opts: CommonOptions, stub: { blank?: boolean } = {}): Promise<Upstream> {
   if (opts.upstream) return { url: opts.upstream, label: opts.upstream, close: async () => undefined };
-  const stub = await startStub({ window: opts.window, answer: 'recall', maxRecorded: 64 });
+  const backend = await startStub({
+    window: opts.window,
+    answer: 'recall',
+    maxRecorded: 64,
+    blankSummaries: stub.blank === true,
+  });
   return {
-    url: stub.baseUrl,
-    label: 'stub (libs/stub-backend, recall answers)',
-    stub,
-    close: () => stub.close(),
+    url: backend.baseUrl,
+    label: `stub (libs/stub-backend, recall answers, ${stub.blank ? 'summaries that hold nothing of the conversation' : 'summaries listing every FACT- token they read'})`,
+    stub: backend,
+    close: () => backend.close(),
   };
 }
 

@@ -4,7 +4,7 @@
 // request guardian forwarded with the question (pins, ledger, summary or kept tail); *answered*, the model's reply
 // holds it, shown beside the same questions asked with nothing compacted. Without --upstream it runs against the
 // project's stub (its summaries list FACT- tokens; its `recall` answers read the request) at 8,192 and 32,768.
-import { LEDGER_HEADING, PINS_HEADING } from '@guardian/compaction';
+import { LEDGER_HEADING, PINS_HEADING, STATED_HEADING } from '@guardian/compaction';
 import { z } from 'zod';
 
 import { writeResults } from '../support';
@@ -34,11 +34,18 @@ export const keepFactsOptions = commonOptions.extend({
   seeds: z.coerce.number().int().min(1).max(20).default(3),
   /** GUARDIAN_LEDGER_MAX_CHARS for the run (the sidecar's default when unset); 0 shows what the ledger adds. */
   'ledger-max-chars': z.coerce.number().int().min(0).optional(),
+  /** GUARDIAN_STATED_MAX_CHARS for the run (the sidecar's default when unset); 0 shows what the stated values add. */
+  'stated-max-chars': z.coerce.number().int().min(0).optional(),
+  /**
+   * Against the stub (no --upstream): `facts`, its usual summaries, which list every `FACT-` token they read (the
+   * figures RETENTION.md has kept since issue 17); `blank`, summaries that hold nothing of the conversation.
+   */
+  'stub-summaries': z.enum(['facts', 'blank']).default('facts'),
 });
 export type KeepFactsOptions = z.infer<typeof keepFactsOptions>;
 
 /** Where a carried fact was found in the forwarded request. */
-export type Place = 'tail' | 'pins' | 'ledger' | 'summary' | 'none';
+export type Place = 'tail' | 'pins' | 'ledger' | 'stated' | 'summary' | 'none';
 
 export interface FactResult {
   seed: number;
@@ -63,7 +70,10 @@ export interface WindowResult {
 
 type Json = Record<string, unknown>;
 
-/** Where `value` sits in a forwarded chat body: the kept tail, or the block's pins, ledger or summary. */
+/**
+ * Where `value` sits in a forwarded chat body: the kept tail, or the block's pins, ledger, stated values or summary
+ * (the block's lists come in that order, each under its heading).
+ */
 export function placeOf(body: string | undefined, value: string): Place {
   if (body === undefined) return 'none';
   const messages = ((JSON.parse(body) as Json).messages ?? []) as Json[];
@@ -72,10 +82,15 @@ export function placeOf(body: string | undefined, value: string): Place {
   const has = (t: string): boolean => present(t, [value]).length > 0;
   if (messages.slice(1).some((m) => has(text(m)))) return 'tail';
   const system = text(messages[0]);
-  const ledgerAt = system.indexOf(LEDGER_HEADING);
-  const pinsAt = system.indexOf(PINS_HEADING);
-  if (ledgerAt !== -1 && has(system.slice(ledgerAt))) return 'ledger';
-  if (pinsAt !== -1 && has(system.slice(pinsAt, ledgerAt === -1 ? undefined : ledgerAt))) return 'pins';
+  const sections = (
+    [
+      ['pins', system.indexOf(PINS_HEADING)],
+      ['ledger', system.indexOf(LEDGER_HEADING)],
+      ['stated', system.indexOf(STATED_HEADING)],
+    ] as const
+  ).filter(([, at]) => at !== -1);
+  for (const [i, [place, at]] of sections.entries())
+    if (has(system.slice(at, sections[i + 1]?.[1]))) return place;
   return has(system) ? 'summary' : 'none';
 }
 
@@ -87,6 +102,8 @@ async function runSeed(
   const env: Record<string, string> = {};
   if (opts['ledger-max-chars'] !== undefined)
     env.GUARDIAN_LEDGER_MAX_CHARS = String(opts['ledger-max-chars']);
+  if (opts['stated-max-chars'] !== undefined)
+    env.GUARDIAN_STATED_MAX_CHARS = String(opts['stated-max-chars']);
   const through = await startThrough(upstream, opts, env);
   const session = keepFactsSession(seed);
   const base = { base: `${through.url}/v1`, tap: through.tap };
@@ -155,7 +172,7 @@ export async function keepFacts(
   let backend = '';
   for (const window of opts.window ? [opts.window] : [8192, 32768]) {
     const o = { ...opts, window };
-    const upstream = await openUpstream(o);
+    const upstream = await openUpstream(o, { blank: opts['stub-summaries'] === 'blank' });
     backend = upstream.label;
     const w: WindowResult = {
       window,
@@ -192,7 +209,7 @@ export function keepFactsReport(
   opts: KeepFactsOptions,
 ): string[] {
   const lines = [
-    `keep-facts bench ${new Date().toISOString()}; upstream ${r.backend}, model ${opts.model}; seeds 1-${opts.seeds}; 12 facts (4 pinned, 4 instruction, 4 plain) over 48 turns, then one question each; ${settingsLine(opts, { GUARDIAN_LEDGER_MAX_CHARS: opts['ledger-max-chars'] })}`,
+    `keep-facts bench ${new Date().toISOString()}; upstream ${r.backend}, model ${opts.model}; seeds 1-${opts.seeds}; 12 facts (4 pinned, 4 instruction, 4 plain) over 48 turns, then one question each; ${settingsLine(opts, { GUARDIAN_LEDGER_MAX_CHARS: opts['ledger-max-chars'], GUARDIAN_STATED_MAX_CHARS: opts['stated-max-chars'] })}`,
     `${'window'.padEnd(8)}${'kind'.padEnd(13)}${'carried'.padEnd(10)}${'answered'.padEnd(10)}answered with nothing compacted (baseline)`,
   ];
   for (const w of r.windows) {
@@ -202,7 +219,7 @@ export function keepFactsReport(
         `${String(w.window).padEnd(8)}${kind.padEnd(13)}${score(facts, 'carried').padEnd(10)}${score(facts, 'answered').padEnd(10)}${score(facts, 'baseline')}`,
       );
     }
-    const where = (['tail', 'pins', 'ledger', 'summary', 'none'] as const)
+    const where = (['tail', 'pins', 'ledger', 'stated', 'summary', 'none'] as const)
       .map((p) => `${p} ${w.facts.filter((f) => f.where === p).length}`)
       .join(', ');
     lines.push(
@@ -218,5 +235,8 @@ export async function run(args: readonly string[] = []): Promise<void> {
   const result = await keepFacts(opts);
   const lines = keepFactsReport(result, opts);
   process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${lines.join('\n')}\n`);
-  writeResults('keep-facts.txt', lines);
+  writeResults(
+    `keep-facts${opts['stub-summaries'] === 'blank' && !opts.upstream ? '-blank-summaries' : ''}.txt`,
+    lines,
+  );
 }

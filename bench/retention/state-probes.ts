@@ -22,18 +22,33 @@ import {
   type Upstream,
 } from './harness';
 import { KINDS, stateSession, type StateItem, type StateMessage } from './state-session';
-import { SLOW_BACKEND_MS } from './tap';
+import { SLOW_BACKEND_MS, type TapCall } from './tap';
 
 const options = commonOptions.extend({
   window: z.coerce.number().int().min(2048).default(8192),
   seeds: z.coerce.number().int().min(1).default(3),
   /** The most work turns sent while waiting for the third compaction. */
   'max-turns': z.coerce.number().int().min(1).default(400),
+  /**
+   * Against the stub (no --upstream): `blank`, summaries that hold nothing of the conversation, so the figures measure
+   * what guardian carries by its own rules; `facts`, the stub's usual summaries, which list every `FACT-` token they
+   * read (every value of this bench), so even a plain summary carries them all.
+   */
+  'stub-summaries': z.enum(['blank', 'facts']).default('blank'),
 });
 export type StateProbesOptions = z.infer<typeof options>;
 type Options = StateProbesOptions;
 
 const FENCE = '## Context Guardian: archived conversation';
+/** The plain-summary arm: every compaction summarises the whole evicted prefix afresh, and nothing else is carried. */
+const PLAIN_SUMMARY: Readonly<Record<string, string>> = {
+  GUARDIAN_SUMMARY_MEMO: '0',
+  GUARDIAN_PIN_MAX_CHARS: '0',
+  GUARDIAN_LEDGER_MAX_CHARS: '0',
+  GUARDIAN_STATED_MAX_CHARS: '0',
+  GUARDIAN_ANCHOR_MAX_CHARS: '0',
+  GUARDIAN_RECALL_MAX_CHARS: '0',
+};
 const SUPERSEDED = /supersed|retired|no longer current|replaced by/i;
 const PHASES = [1, 3] as const;
 const ARMS = ['guardian', 'plain summary', 'full context'] as const;
@@ -45,6 +60,8 @@ interface Score {
 }
 /** Scores by arm, phase (compactions before the probes) and item, in item order. */
 export type Scores = Record<Arm, Record<number, Score[]>>;
+/** What each sidecar arm sent upstream over all seeds: summariser calls, and the other requests it forwarded. */
+type Costs = Record<Exclude<Arm, 'full context'>, { summaries: number; forwarded: number }>;
 
 /**
  * True when `value` is in `text` as current (case aside). For a corrected item, the replaced value may stay only on
@@ -134,10 +151,14 @@ async function probe(
   return out;
 }
 
-/** The number of distinct guardian blocks forwarded so far: each new one is a compaction chained on the last. */
-function compactions(through: Through): number {
+/**
+ * The number of distinct guardian blocks the session's own turns were forwarded with: each new one is a compaction
+ * chained on the last. A probe's request is not counted: a probe asked on top of the history can be compacted anew,
+ * and phase 3 must be three compactions of the session, not of its questions.
+ */
+function compactions(turns: readonly TapCall[]): number {
   const blocks = new Set<string>();
-  for (const c of through.tap.calls) {
+  for (const c of turns) {
     if (c.summary) continue;
     const at = c.body.indexOf(FENCE);
     if (at !== -1) blocks.add(c.body.slice(at, c.body.indexOf('CONTEXT-GUARDIAN-ARCHIVE>>>', at)));
@@ -153,28 +174,29 @@ async function runSeed(
   opts: Options,
   arm: Exclude<Arm, 'full context'>,
   scores: Scores,
+  costs: Costs,
 ): Promise<void> {
-  const env: Record<string, string> =
-    arm === 'guardian'
-      ? {}
-      : { GUARDIAN_SUMMARY_MEMO: '0', GUARDIAN_PIN_MAX_CHARS: '0', GUARDIAN_LEDGER_MAX_CHARS: '0' };
+  const env: Record<string, string> = arm === 'guardian' ? {} : PLAIN_SUMMARY;
   const through = await startThrough(upstream, opts, env);
   const session = stateSession(seed);
   const history: StateMessage[] = [
     { role: 'system', content: 'You are a coding agent on a software project.' },
   ];
+  const turns: TapCall[] = [];
   const send = async (turn: StateMessage[]): Promise<void> => {
     // The turn's user message is sent with everything before it; its tool messages and answer join the history.
     history.push(turn[0]!);
+    const before = through.tap.calls.length;
     await chat(`${through.url}/v1`, opts, history, 16);
+    turns.push(...through.tap.calls.slice(before));
     history.push(...turn.slice(1));
   };
   try {
     for (const turn of session.opening) await send(turn);
     let k = 0;
     for (const phase of PHASES) {
-      while (compactions(through) < phase && k < opts['max-turns']) await send(session.work(++k));
-      if (compactions(through) < phase) continue;
+      while (compactions(turns) < phase && k < opts['max-turns']) await send(session.work(++k));
+      if (compactions(turns) < phase) continue;
       (scores[arm][phase] ??= []).push(
         ...(await probe({ base: `${through.url}/v1`, through }, opts, history, session.items)),
       );
@@ -184,6 +206,8 @@ async function runSeed(
         );
     }
   } finally {
+    costs[arm].summaries += through.tap.calls.filter((c) => c.summary).length;
+    costs[arm].forwarded += through.tap.calls.filter((c) => !c.summary).length;
     await through.close();
   }
 }
@@ -195,8 +219,10 @@ function figure(scores: Score[] | undefined, key: keyof Score, kind?: string, it
 }
 
 /** Every seed through both sidecars and the baseline; the scores by arm and phase, and what the upstream was. */
-export async function stateProbes(opts: StateProbesOptions): Promise<{ scores: Scores; label: string }> {
-  const upstream = await openUpstream(opts);
+export async function stateProbes(
+  opts: StateProbesOptions,
+): Promise<{ scores: Scores; costs: Costs; label: string }> {
+  const upstream = await openUpstream(opts, { blank: opts['stub-summaries'] === 'blank' });
   // The full-context baseline needs a window that holds the whole history: against the stub, a second one that does.
   const wide = opts.upstream
     ? undefined
@@ -205,15 +231,19 @@ export async function stateProbes(opts: StateProbesOptions): Promise<{ scores: S
     ? { url: wide.baseUrl, label: 'stub, window 1,000,000', close: () => wide.close() }
     : upstream;
   const scores: Scores = { guardian: {}, 'plain summary': {}, 'full context': {} };
+  const costs: Costs = {
+    guardian: { summaries: 0, forwarded: 0 },
+    'plain summary': { summaries: 0, forwarded: 0 },
+  };
   try {
     for (let seed = 1; seed <= opts.seeds; seed++)
       for (const arm of ['guardian', 'plain summary'] as const)
-        await runSeed(seed, upstream, full, opts, arm, scores);
+        await runSeed(seed, upstream, full, opts, arm, scores, costs);
   } finally {
     await upstream.close();
     await wide?.close();
   }
-  return { scores, label: upstream.label };
+  return { scores, costs, label: upstream.label };
 }
 
 /** The figure of one arm and phase: `carried` or `answered`, for one kind or all, as `N/M`. */
@@ -230,7 +260,7 @@ export function stateFigure(
 /** `npm run bench -- state-probes [-- options]`: prints the figures and writes bench/results/state-probes.txt. */
 export async function run(args: readonly string[] = []): Promise<void> {
   const opts = parseOptions(options, args, ['json']);
-  const { scores, label } = await stateProbes(opts);
+  const { scores, costs, label } = await stateProbes(opts);
   const lines = [
     `state-probes bench ${new Date().toISOString()}; upstream ${label}, model ${opts.model}; seeds 1-${opts.seeds}; ` +
       `${stateSession(1).items.length} state items per seed; ${settingsLine(opts)}`,
@@ -247,6 +277,15 @@ export async function run(args: readonly string[] = []): Promise<void> {
               stateFigure(scores, a, phase, 'answered', kind).padEnd(24),
           ).join(''),
       );
+  lines.push(
+    `requests sent upstream over all seeds: ${(['guardian', 'plain summary'] as const)
+      .map((a) => `${a} ${costs[a].summaries} summariser calls, ${costs[a].forwarded} forwarded`)
+      .join('; ')}`,
+  );
   process.stdout.write(opts.json ? `${JSON.stringify(scores, null, 2)}\n` : `${lines.join('\n')}\n`);
-  writeResults('state-probes.txt', lines);
+  // One file per window and summariser, so the runs RETENTION.md quotes sit side by side.
+  writeResults(
+    `state-probes-${opts.window}${opts.upstream ? '' : `-${opts['stub-summaries']}-summaries`}.txt`,
+    lines,
+  );
 }

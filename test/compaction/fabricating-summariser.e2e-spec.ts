@@ -1,6 +1,8 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 
+import { FABRICATED_SHAPES } from '@guardian/stub-backend';
+
 import { startStack, type Stack } from '../support/stack';
 import { filler, forwarded, getJson, messagesOf, summaryBlock, summaryCalls, textOf } from './support';
 
@@ -8,12 +10,18 @@ import { filler, forwarded, getJson, messagesOf, summaryBlock, summaryCalls, tex
  * Issue 32 item 7: with SmolLM2-135M-Instruct on llama.cpp's server at a 4,096 window, every summary guardian
  * accepted was fabricated (`[1] user: Notes for step 7: ...`, or a bare list `[21]` ... `[97]`, none with the
  * `## Must Keep` section the prompt asks for), and every later request carried the invented `user:` lines to the
- * model as a record of what was said. Here the stub answers every summary request that way (`fabricatedSummaries`).
+ * model as a record of what was said. Here the stub answers every summary request that way (`fabricatedSummaries`),
+ * each answer in the next of the shapes a model writes a transcript line in (`[1] user:`, `user:`, `User:`,
+ * `**[7] user:**`, `Turn 7 (user):`, ...).
  */
 const TURNS = 30;
 const WINDOW = 4096;
-/** A transcript line as the summary prompt renders one, or as a model quotes it. */
-const QUOTED_LINE = /^\s*(?:[-*>•]\s*)?\[(\d+)\]\s*(user|assistant|system|tool)\s*:\s*(.*)$/i;
+/**
+ * Any line that names a speaker before a colon near its start, however marked up (this test's own reading, wider than
+ * guardian's check): `[1] user: ...`, `**User**: ...`, `Turn 7 (user): ...`, `> Human: ...`.
+ */
+const SPEAKER_LINE =
+  /^[\s\-*>•#()[\]\d.]*(?:turn\s*\d+\s*)?[([]?\s*(user|assistant|human)\b[)\]*_\s]*:[*_\s]*(.*)$/i;
 
 const flat = (s: string): string => s.replace(/\s+/g, ' ').trim().toLowerCase();
 
@@ -54,15 +62,17 @@ describe(`a ${TURNS}-turn session against a backend whose summaries invent trans
     for (const rec of sent) {
       const text = messagesOf(rec).map(textOf).join('\n');
       if (text.includes('INVENTED-0007')) invented.push('INVENTED-0007');
+      if (text.includes('Notes for step 7')) invented.push('Notes for step 7');
       for (const line of text.split('\n')) {
-        const m = QUOTED_LINE.exec(line);
+        const m = SPEAKER_LINE.exec(line);
         if (!m) continue;
-        const said = history[Number(m[1])];
-        const held =
-          said !== undefined &&
-          said.role === m[2]!.toLowerCase() &&
-          typeof said.content === 'string' &&
-          flat(said.content).includes(flat(m[3] ?? ''));
+        const role = m[1]!.toLowerCase() === 'human' ? 'user' : m[1]!.toLowerCase();
+        const held = history.some(
+          (said) =>
+            said.role === role &&
+            typeof said.content === 'string' &&
+            flat(said.content).includes(flat(m[2] ?? '')),
+        );
         if (!held) invented.push(line);
       }
     }
@@ -88,7 +98,7 @@ describe(`a ${TURNS}-turn session against a backend whose summaries invent trans
           metrics,
         )?.[1] ?? 0,
       );
-    // The stub's first answer of a stretch invents lines under a Must Keep heading; extending a summary so far, it
+    // The stub's first answer of a stretch invents a line under a Must Keep heading; extending a summary so far, it
     // answers a bare list of turn numbers with no heading.
     expect(refused('invented_line')).toBeGreaterThan(0);
     expect(refused('no_must_keep')).toBeGreaterThan(0);
@@ -97,3 +107,42 @@ describe(`a ${TURNS}-turn session against a backend whose summaries invent trans
     expect(events.filter((e) => e.kind === 'summary_refused').length).toBeGreaterThan(0);
   });
 });
+
+describe.each(FABRICATED_SHAPES.map((line, shape) => [line.slice(0, 16), shape] as const))(
+  'a summariser that invents a transcript line shaped %j',
+  (_, shape) => {
+    let stack: Stack;
+    const history: ChatCompletionMessageParam[] = [{ role: 'system', content: 'You keep a deploy log.' }];
+
+    beforeAll(async () => {
+      stack = await startStack({
+        stub: { window: WINDOW, fabricatedSummaries: true, fabricatedShape: shape },
+        env: { GUARDIAN_RESERVE_OUTPUT: '512' },
+      });
+      const client = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-test', maxRetries: 0 });
+      // Until the first summary was asked for and its answer refused, and a few turns after.
+      for (let turn = 1; turn <= 12; turn++) {
+        history.push({ role: 'user', content: `Step ${turn}: ${filler(turn, 250)}` });
+        const res = await client.chat.completions.create({ model: 'stub-model', messages: history });
+        history.push({ role: 'assistant', content: res.choices[0]?.message.content ?? '' });
+      }
+    });
+    afterAll(async () => {
+      await stack.close();
+    });
+
+    it('is refused as an invented line, and no forwarded request carries it', async () => {
+      const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
+      expect(metrics).toMatch(/^guardian_summaries_refused_total\{reason="invented_line"\} [1-9]/m);
+      const blocks = forwarded(stack.stub)
+        .map(summaryBlock)
+        .filter((b): b is string => b !== undefined);
+      expect(blocks.length).toBeGreaterThan(0);
+      for (const rec of forwarded(stack.stub)) {
+        const text = messagesOf(rec).map(textOf).join('\n');
+        expect(text).not.toContain('INVENTED-0007');
+        expect(text).not.toContain('Notes for step 7');
+      }
+    });
+  },
+);

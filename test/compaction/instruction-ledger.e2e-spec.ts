@@ -162,6 +162,8 @@ describe('a 240-turn chat session whose rules keep changing, against a hard 8k w
           ? []
           : system
               .slice(at + LEDGER_HEADING.length)
+              // The ledger's list ends at the blank line before the block's next list (the stated values).
+              .split('\n\n')[0]!
               .split('\n')
               .filter((l) => l.startsWith('- '))
               .map((l) => l.slice(2));

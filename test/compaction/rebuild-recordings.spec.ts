@@ -74,6 +74,7 @@ const settings: fc.Arbitrary<SimSettings> = fc.record({
   fraction: fc.constantFrom(0.1, 0.2, 0.4),
   pinMaxChars: fc.constantFrom(0, 1600),
   ledgerMaxChars: fc.constantFrom(0, 200, 1200),
+  statedMaxChars: fc.constantFrom(0, 1200),
   charsPerToken: fc.constant(3.5),
   summaryChars: fc.integer({ min: 40, max: 9000 }),
 });
@@ -231,7 +232,8 @@ describe.each(recordings.map((r) => [`${r.client} ${r.version}`, r] as const))(
             const now = {
               cut: t.plan.cut,
               prefix: prefixOf(json, tail),
-              whole: shed === 0 && ledgerShed === 0,
+              whole:
+                shed === 0 && ledgerShed === 0 && (t.input!.stated?.length ?? 0) === t.plan.stated.length,
             };
             if (
               t.action === 'reuse' &&

@@ -105,8 +105,10 @@ export function summaryBlock(rec: RecordedRequest): string | undefined {
 export function pinsIn(block: string): string[] {
   const at = block.indexOf(PINS_HEADING);
   if (at === -1) return [];
+  // The list ends at the blank line before the block's next list (the ledger, the stated values).
   return block
     .slice(at + PINS_HEADING.length)
+    .split('\n\n')[0]!
     .split('\n')
     .filter((l) => l.startsWith('- '))
     .map((l) => l.slice(2));

@@ -56,7 +56,10 @@ describe("the issue's session: a pin that changes, a compacted line asked about,
   let replayed: Buffer | undefined;
 
   beforeAll(async () => {
-    stack = await startStack({ stub: { window: 8192 } });
+    // Stated values off: with them on, the block itself quotes turn 1's file and turn 3's doc12 lines, so neither
+    // recall nor the anchors would be needed. This test isolates those two rules; the issue's whole session with every
+    // default is test/retention/issue-session.e2e-spec.ts.
+    stack = await startStack({ stub: { window: 8192 }, env: { GUARDIAN_STATED_MAX_CHARS: '0' } });
     for (let turn = 1; turn <= TURNS; turn++) {
       history.push({ role: 'user', content: userText(turn) });
       const res = await postChat(

@@ -12,7 +12,8 @@ describe('the keep-facts bench against the stub', () => {
   let windows: WindowResult[] = [];
 
   beforeAll(async () => {
-    windows = (await keepFacts({ model: 'stub-model', seeds: 1, json: false })).windows;
+    windows = (await keepFacts({ model: 'stub-model', seeds: 1, json: false, 'stub-summaries': 'facts' }))
+      .windows;
   });
 
   it('runs at 8,192 and 32,768, answers every request, and compacts at both', () => {
@@ -39,12 +40,20 @@ describe('the keep-facts bench against the stub', () => {
     }
   });
 
-  it('without the ledger, an evicted instruction is carried only as a bare token nobody can answer from', async () => {
+  it('without the ledger and the stated values, an evicted instruction is carried only as a bare token nobody can answer from', async () => {
     const [off] = (
-      await keepFacts({ model: 'stub-model', seeds: 1, json: false, window: 8192, 'ledger-max-chars': 0 })
+      await keepFacts({
+        model: 'stub-model',
+        seeds: 1,
+        json: false,
+        window: 8192,
+        'ledger-max-chars': 0,
+        'stated-max-chars': 0,
+        'stub-summaries': 'facts',
+      })
     ).windows;
     const instructions = kind(off!, 'instruction');
-    expect(instructions.filter((f) => f.where === 'ledger')).toEqual([]);
+    expect(instructions.filter((f) => f.where === 'ledger' || f.where === 'stated')).toEqual([]);
     expect(instructions.filter((f) => f.answered).length).toBeLessThan(instructions.length);
     // The baseline (nothing compacted) answers them all: the loss is the compaction's, not the reader's.
     expect(instructions.every((f) => f.baseline)).toBe(true);

@@ -87,7 +87,7 @@ async function main(): Promise<void> {
       process.stdout.write(`${driftReport(r, common, backend).join('\n')}\n`);
     }
     if (o.tool !== 'probe') {
-      const opts = { ...common, seeds: o.seeds };
+      const opts = { ...common, seeds: o.seeds, 'stub-summaries': 'facts' as const };
       const r = await keepFacts(opts);
       process.stdout.write(`${keepFactsReport({ ...r, backend }, opts).join('\n')}\n`);
     }

@@ -35,6 +35,8 @@ export interface SimSettings {
   pinMaxChars: number;
   /** GUARDIAN_LEDGER_MAX_CHARS (0: the instruction ledger is off). */
   ledgerMaxChars: number;
+  /** GUARDIAN_STATED_MAX_CHARS (0 or absent: no stated values). */
+  statedMaxChars?: number;
   charsPerToken: number;
   /** Characters of filler in every summary the fake summariser writes. */
   summaryChars: number;
@@ -80,6 +82,7 @@ export function simulate(requests: readonly SimRequest[], s: SimSettings): SimTu
       pinMaxChars: s.pinMaxChars,
       pinsBy: s.pinMaxChars > 0 ? pinsByMessage(messages) : [],
       ledgerMaxChars: s.ledgerMaxChars,
+      statedMaxChars: s.statedMaxChars,
     };
     const requestTokens = tokensForChars(requestChars(messages, fixedChars), counter);
     const plan = planCompaction({

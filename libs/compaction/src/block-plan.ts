@@ -5,6 +5,7 @@ import { carriedPins } from './pins';
 import { blockTokens, type RebuildInput } from './rebuild';
 import { capSummary, MAX_BLOCK_SPANS, renderSummaryBlock } from './summary-block';
 import { summaryMaxChars } from './summary-prompt';
+import { statedValues } from './stated-values';
 import { markCarried } from './supersede';
 import type { BudgetInfo, Counter, NeutralMessage } from './types';
 
@@ -38,6 +39,8 @@ export interface BlockContext {
   ledgerMaxChars: number;
   /** GUARDIAN_ANCHOR_MAX_CHARS: what a new cut's anchors may take, for weighing its block (0 or absent: none). */
   anchorMaxChars?: number;
+  /** GUARDIAN_STATED_MAX_CHARS: the stated values' cap (0 or absent: none carried). */
+  statedMaxChars?: number;
 }
 
 /** A span ref as long as real ones (`<yyyymmdd-HHMMSS>-<8 hex>-<8 hex>/NNNN.json`), for sizing a block before it exists. */
@@ -58,7 +61,9 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
   };
   if (!block) return { ...base, cut: 0, pins: [] };
   const summary = capSummary(block.summary, summaryMaxChars(ctx.budget, ctx.counter));
-  let last: { pins: readonly string[]; ledger: readonly string[]; text: string } | undefined;
+  let last:
+    | { pins: readonly string[]; ledger: readonly string[]; stated: readonly string[]; text: string }
+    | undefined;
   const evicted = evictedIndexes(ctx.messages, 0, block.cut).length;
   const unmarked = carriedPins({
     byMessage: ctx.pinsBy,
@@ -67,16 +72,23 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
     summary,
     maxChars: ctx.pinMaxChars,
   });
+  // Derived from the messages the client resends, as pins are: the memo stores nothing for them
+  // (ARCHITECTURE.md#sessions).
+  const carriedLines = carriedLedger({
+    messages: ctx.messages,
+    cut: block.cut,
+    maxChars: ctx.ledgerMaxChars,
+    carried: unmarked,
+  });
   // Facts that change (issue 32 item 1): an older value is marked superseded, the newer current.
-  const { pins, ledger } = markCarried({
+  const { pins, ledger, stated } = markCarried({
     pins: unmarked,
-    // Derived from the messages the client resends, as pins are: the memo stores nothing for it
-    // (ARCHITECTURE.md#sessions).
-    ledger: carriedLedger({
+    ledger: carriedLines,
+    stated: statedValues({
       messages: ctx.messages,
       cut: block.cut,
-      maxChars: ctx.ledgerMaxChars,
-      carried: unmarked,
+      maxChars: ctx.statedMaxChars ?? 0,
+      carried: [...unmarked, ...carriedLines],
     }),
     pinAt: (p) => newestAt(block.cut, (i) => ctx.pinsBy[i]?.includes(p) === true),
     ledgerAt: (l) =>
@@ -87,9 +99,16 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
     cut: block.cut,
     pins,
     ledger,
-    renderBlock: (carriedPins, ledger) => {
+    stated,
+    renderBlock: (carriedPins, ledger, stated = []) => {
       // The planner weighs the block with every pin, then the rebuild places the same block: the text is made once.
-      if (last && sameStrings(last.pins, carriedPins) && sameStrings(last.ledger, ledger)) return last.text;
+      if (
+        last &&
+        sameStrings(last.pins, carriedPins) &&
+        sameStrings(last.ledger, ledger) &&
+        sameStrings(last.stated, stated)
+      )
+        return last.text;
       const text = renderSummaryBlock({
         summary,
         evictedMessages: evicted,
@@ -98,9 +117,10 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
         deferred: block.deferred,
         pins: carriedPins,
         ledger,
+        stated,
         anchors: block.anchors,
       });
-      last = { pins: [...carriedPins], ledger: [...ledger], text };
+      last = { pins: [...carriedPins], ledger: [...ledger], stated: [...stated], text };
       return text;
     },
   };
@@ -108,7 +128,7 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
 
 /**
  * An upper bound of the block a new cut at `cut` will place, before its summary exists: a summary of the longest the
- * block carries, every reference slot filled, the line for older spans, every pin and the whole ledger.
+ * block carries, every reference slot filled, the line for older spans, every pin, the whole ledger and every stated value.
  */
 export function nextBlockSource(ctx: BlockContext, memo: BlockSource | undefined, cut: number): BlockSource {
   return {
@@ -123,13 +143,16 @@ export function nextBlockSource(ctx: BlockContext, memo: BlockSource | undefined
 }
 
 /**
- * A block weighed with every pin and ledger entry it may carry (what the planner weighs a cut by), with the rebuild
+ * A block weighed with every pin, ledger entry and stated value it may carry (what the planner weighs a cut by), with the rebuild
  * input the weighing made: a memo hit rebuilds around that very block instead of making it again.
  */
 export function weighBlock(ctx: BlockContext, block: BlockSource): { tokens: number; rebuild: RebuildInput } {
   const rebuild = rebuildInput(ctx, block);
   return {
-    tokens: blockTokens(rebuild.renderBlock?.(rebuild.pins, rebuild.ledger ?? []), ctx.counter),
+    tokens: blockTokens(
+      rebuild.renderBlock?.(rebuild.pins, rebuild.ledger ?? [], rebuild.stated ?? []),
+      ctx.counter,
+    ),
     rebuild,
   };
 }

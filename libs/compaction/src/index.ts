@@ -33,6 +33,7 @@ export { RECALL_HEADING, staleRecall, type StaleRecall } from './recall';
 export { RECALL_TOOLS, RECALL_TOOL_NAMES } from './recall-tools';
 export { handoffMarkdown, sessionHandoff, type SessionHandoff } from './session-handoff';
 export { spillPointer, spillText } from './spill';
+export { STATED_HEADING } from './stated-values';
 export { KEPT_TOOL_RESULTS, planResultClearing } from './result-clearing';
 export { planToolClearing, toolResultPointer, TOOL_POINTER_MAX_CHARS, type ToolUse } from './tool-clearing';
 export {

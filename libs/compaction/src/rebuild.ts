@@ -29,12 +29,17 @@ export interface RebuildInput {
   ceiling?: number;
   /** Messages before this index (system messages excepted) are evicted; 0 evicts nothing and places no block. */
   cut: number;
-  /** Renders the summary block carrying `pins` and `ledger`. Required when `cut` > 0. */
-  renderBlock?: (pins: readonly string[], ledger: readonly string[]) => string;
+  /**
+   * Renders the summary block carrying `pins`, `ledger` and `stated` (none when left out: the bare block). Required
+   * when `cut` > 0.
+   */
+  renderBlock?: (pins: readonly string[], ledger: readonly string[], stated?: readonly string[]) => string;
   /** Pins the block may carry, in shedding order: the first is shed first (carriedPins). */
   pins: readonly string[];
   /** The instruction ledger the block may carry, in shedding order (carriedLedger); shed before any pin. */
   ledger?: readonly string[];
+  /** The stated values the block may carry, in shedding order (statedValues); shed before the ledger. */
+  stated?: readonly string[];
   /** The pins each message asks for (pinsByMessage): a spilled message carries them, and they take its room. */
   pinsBy?: readonly (readonly string[])[];
 }
@@ -56,6 +61,8 @@ export interface RebuildPlan {
   pins: string[];
   /** The ledger entries the block carries (after any shedding). */
   ledger: string[];
+  /** The stated values the block carries (after any shedding). */
+  stated: string[];
   spills: SpillOrder[];
   /** Estimated tokens of the rebuilt request, each spilled message at its room (an upper bound). */
   tokens: number;
@@ -77,9 +84,9 @@ export function newestTyped(messages: readonly NeutralMessage[], from: number): 
 
 /**
  * The rebuild around one cut (ARCHITECTURE.md#compaction, order of measures, after the planner chose the cut): keep
- * the system messages and the tail; place the block with every pin and ledger entry; while over budget, cut older
- * pastes to a preview, oldest first; then the newest typed message, only when it alone exceeds what is left; then
- * shed the ledger, then the pins, each oldest first, and only when the request fits without them (what the user said
+ * the system messages and the tail; place the block with every pin, ledger entry and stated value; while over budget,
+ * cut older pastes to a preview, oldest first; then the newest typed message, only when it alone exceeds what is
+ * left; then shed the stated values, the ledger, then the pins, each oldest first, and only when the request fits without them (what the user said
  * is carried unless it is itself the excess: ADR 0008, ADR 0012).
  * Pure: the spills' archive writes and texts happen after, from `spills` (see {@link rebuiltTokens}).
  */
@@ -93,7 +100,8 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
   for (const i of keep) body += messageTokens(messages[i]!, counter);
   let pins = [...input.pins];
   let ledger = [...(input.ledger ?? [])];
-  const render = (): string | undefined => (cut > 0 ? input.renderBlock?.(pins, ledger) : undefined);
+  let stated = [...(input.stated ?? [])];
+  const render = (): string | undefined => (cut > 0 ? input.renderBlock?.(pins, ledger, stated) : undefined);
   let block = render();
   const total = (): number => body + blockTokens(block, counter);
   const overhead = tokensForChars(MESSAGE_OVERHEAD_CHARS, counter);
@@ -132,10 +140,20 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
       break;
     }
   }
-  // The ledger, then the pins, go last, and only when they are what stands between the request and the budget:
-  // shedding them from a request that would not fit without any of them loses the user's words and gains nothing.
+  // The stated values, the ledger, then the pins go last, and only when they are what stands between the request
+  // and the budget: shedding them from a request that would not fit without any of them loses the user's words and
+  // gains nothing.
   const bare = (): number => body + blockTokens(input.renderBlock?.([], []), counter);
-  if (block !== undefined && pins.length + ledger.length > 0 && total() > budget && bare() <= budget) {
+  if (
+    block !== undefined &&
+    pins.length + ledger.length + stated.length > 0 &&
+    total() > budget &&
+    bare() <= budget
+  ) {
+    while (stated.length > 0 && total() > budget) {
+      stated = stated.slice(1);
+      block = render();
+    }
     while (ledger.length > 0 && total() > budget) {
       ledger = ledger.slice(1);
       block = render();
@@ -146,7 +164,7 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
     }
   }
   spills.sort((a, b) => a.index - b.index);
-  return { cut, keep, block, pins, ledger, spills, tokens: total() };
+  return { cut, keep, block, pins, ledger, stated, spills, tokens: total() };
 }
 
 /** Tokens of the rebuilt request once the spilled texts are known (`replaced`: index -> the text forwarded). */

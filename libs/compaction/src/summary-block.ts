@@ -1,4 +1,5 @@
 import { LEDGER_HEADING } from './ledger';
+import { STATED_HEADING } from './stated-values';
 import { RECALL_TOOLS } from './recall-tools';
 import { neutraliseFences } from './summary-prompt';
 import { CURRENT_MARK, SUPERSEDED_MARK } from './supersede';
@@ -31,6 +32,8 @@ export interface SummaryBlockInput {
   pins: readonly string[];
   /** The instruction ledger, oldest first as carried (carriedLedger); shown newest first after the pins. */
   ledger?: readonly string[];
+  /** Values the evicted messages stated (statedValues), in shedding order, marked. */
+  stated?: readonly string[];
   /** Identifiers of the evicted messages that later turns still mention (carriedAnchors), listed verbatim. */
   anchors?: readonly string[];
   /** The most characters of summary the block carries (see {@link capSummary}); unbounded when undefined. */
@@ -88,7 +91,8 @@ export function renderSummaryBlock(input: SummaryBlockInput): string {
     lines.push(
       'The latest stretch is not archived yet (the archive could not be written); a later turn archives it.',
     );
-  if ([...input.pins, ...(input.ledger ?? [])].some((l) => l.startsWith(SUPERSEDED_MARK)))
+  const stated = input.stated ?? [];
+  if ([...input.pins, ...(input.ledger ?? []), ...stated].some((l) => l.startsWith(SUPERSEDED_MARK)))
     lines.push(
       `A line marked ${SUPERSEDED_MARK} below was replaced by the newer line about the same thing, marked ${CURRENT_MARK}: use the current one.`,
     );
@@ -101,8 +105,9 @@ export function renderSummaryBlock(input: SummaryBlockInput): string {
   if (ledger.length > 0) {
     lines.push('', LEDGER_HEADING, ...ledger.map((s) => `- ${neutraliseFences(s)}`));
   }
-  // Only what the pins and ledger above do not already say (a pin names its own values).
-  const said = [...input.pins, ...(input.ledger ?? [])].join('\n');
+  if (stated.length > 0) lines.push('', STATED_HEADING, ...stated.map((s) => `- ${neutraliseFences(s)}`));
+  // Only what the pins, ledger and stated values above do not already say (a pin names its own values).
+  const said = [...input.pins, ...(input.ledger ?? []), ...stated].join('\n');
   const anchors = (input.anchors ?? []).filter((a) => !said.includes(a));
   if (anchors.length > 0) lines.push('', ANCHORS_HEADING, neutraliseFences(anchors.join(', ')));
   lines.push(`${ARCHIVE_FENCE}>>>`);

@@ -19,23 +19,42 @@ describe('factStatement', () => {
   it.each([
     [
       'Remember this: the release codename for project Heron is MAPLE-123.',
-      'project heron\u0000release codename',
+      'project heron release codename',
       'MAPLE-123',
     ],
     [
       "Update: project Heron's release codename is now CEDAR-789",
-      'project heron\u0000release codename',
+      'project heron release codename',
       'CEDAR-789',
     ],
-    ['The owner of the billing service is now Dana.', 'billing service\u0000owner', 'Dana'],
-    ["Pin this: api's port is 8080.", 'api\u0000port', '8080'],
+    ['The owner of the billing service is now Dana.', 'billing service owner', 'Dana'],
+    ["Pin this: api's port is 8080.", 'api port', '8080'],
+    // The compound form, as the state bench and most people word a correction (issue 32 audit).
+    ['The auth release branch is FACT-RAVEN-0042.', 'auth release branch', 'FACT-RAVEN-0042'],
+    ['Update: the auth release branch is now FACT-KOI-7781.', 'auth release branch', 'FACT-KOI-7781'],
+    ['Update: the staging host is now db2.internal', 'staging host', 'db2.internal'],
+    ['Remember this: the staging database host is db-7.internal.', 'staging database host', 'db-7.internal'],
+    [
+      'Correction: the project Heron release codename is CEDAR-789.',
+      'project heron release codename',
+      'CEDAR-789',
+    ],
+    // The state of the work: the label is the key.
+    [
+      'Current task: migrate the billing tables, tracked as FACT-ELM-1.',
+      'current task:',
+      'migrate the billing tables, tracked as FACT-ELM-1.',
+    ],
+    ['Next steps: run the backfill job FACT-OTTER-2.', 'next step:', 'run the backfill job FACT-OTTER-2.'],
   ])('reads %j', (line, key, value) => {
     expect(factStatement(line)).toEqual({ key, value });
   });
 
   it.each([
-    'Remember this: the staging database host is db-7.internal.',
     'The codename is a secret.',
+    'The host is db-7.',
+    'This release branch is broken.',
+    'Which port is 8080?',
     "Heron's release codename is now the one we discussed yesterday after lunch with the whole team",
     'Use pnpm.',
   ])('recognises no subject and attribute in %j', (line) => {
@@ -102,6 +121,11 @@ describe('corrections are pinned without a pin phrase', () => {
       'Update: the owner for the parser is Kim.',
     ]);
     expect(factCorrections('The build is now green.')).toEqual([]);
+    expect(factCorrections('Update: the auth release branch is now FACT-KOI-7781.')).toEqual([
+      'Update: the auth release branch is now FACT-KOI-7781.',
+    ]);
+    // A state line is carried with the stated values, not pinned.
+    expect(factCorrections('Status: the deploy is now green.')).toEqual([]);
     expect(factCorrections(`${'x'.repeat(2000)} Heron's codename is now X`)).toEqual([]);
   });
 

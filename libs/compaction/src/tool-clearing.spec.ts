@@ -1,4 +1,10 @@
-import { planToolClearing, toolResultPointer, TOOL_POINTER_MAX_CHARS, type ToolUse } from './tool-clearing';
+import {
+  planToolClearing,
+  toolResultPointer,
+  TOOL_POINTER_MAX_CHARS,
+  TOOL_POINTER_WITH_GIST_MAX_CHARS,
+  type ToolUse,
+} from './tool-clearing';
 
 const use = (key: string, name: string, resultTokens: number, inputTokens = 10): ToolUse => ({
   key,
@@ -62,5 +68,22 @@ describe('toolResultPointer', () => {
     expect(p).toContain('archived as run-1/000003');
     expect(p.length).toBeLessThanOrEqual(TOOL_POINTER_MAX_CHARS);
     expect(toolResultPointer({ tool: 'x', tokens: 1 })).toContain('not archived');
+  });
+
+  it("quotes the result's line, cut to fit the planned maximum with a quote", () => {
+    const p = toolResultPointer({
+      tool: 'run_tests',
+      tokens: 80,
+      ref: 'r/0001.json',
+      gist: 'artifact id ART-5521',
+    });
+    expect(p).toMatch(/; it read: "artifact id ART-5521"\]$/);
+    const long = toolResultPointer({
+      tool: 't'.repeat(64),
+      tokens: 99_999_999,
+      ref: 'r'.repeat(80),
+      gist: 'g'.repeat(5000),
+    });
+    expect(long.length).toBe(TOOL_POINTER_WITH_GIST_MAX_CHARS);
   });
 });

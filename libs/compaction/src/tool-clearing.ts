@@ -74,16 +74,38 @@ export function planToolClearing(uses: readonly ToolUse[], rule: ToolClearingRul
  * it again (the recall tools) instead of guessing. `ref` absent: the result was not archived (context editing the
  * client asked for, or a volume that cannot be written).
  */
-export function toolResultPointer(args: { tool: string; tokens: number; ref?: string }): string {
+export function toolResultPointer(args: {
+  tool: string;
+  tokens: number;
+  ref?: string;
+  gist?: string;
+}): string {
   const where = args.ref
     ? `archived as ${args.ref}; with the recall MCP server, ${RECALL_TOOLS.readSpan} opens it`
     : 'not archived';
-  return `[context-guardian: old result of ${args.tool || 'a tool'} cleared (${args.tokens} tokens), ${where}]`;
+  const gist = args.gist
+    ? `; it read: "${args.gist.length <= POINTER_GIST_MAX_CHARS ? args.gist : `${args.gist.slice(0, POINTER_GIST_MAX_CHARS - 1)}…`}"`
+    : '';
+  return `[context-guardian: old result of ${args.tool || 'a tool'} cleared (${args.tokens} tokens), ${where}${gist}]`;
 }
+
+/**
+ * The most characters of the result a pointer quotes (its first line holding an exact value, statedValues' rule):
+ * the artifact id or the error a later turn may ask about stays in the request, the rest is one recall away.
+ */
+const POINTER_GIST_MAX_CHARS = 160;
 
 /** The most characters a pointer takes (a long tool name and ref): what a clearing plans each pointer at. */
 export const TOOL_POINTER_MAX_CHARS = toolResultPointer({
   tool: 't'.repeat(64),
   tokens: 99_999_999,
   ref: 'r'.repeat(80),
+}).length;
+
+/** The most characters a pointer that quotes the result's line takes. */
+export const TOOL_POINTER_WITH_GIST_MAX_CHARS = toolResultPointer({
+  tool: 't'.repeat(64),
+  tokens: 99_999_999,
+  ref: 'r'.repeat(80),
+  gist: 'g'.repeat(POINTER_GIST_MAX_CHARS),
 }).length;

@@ -93,6 +93,8 @@ export const envSchema = z.object({
   // Issue 32 items 2 and 4: at most three short excerpts; about 20 identifiers of 40 characters.
   GUARDIAN_RECALL_MAX_CHARS: int(1200),
   GUARDIAN_ANCHOR_MAX_CHARS: int(800),
+  // Issue 32: the state a session's probes ask about (values, tool ids, the task); ~300 tokens, as the ledger.
+  GUARDIAN_STATED_MAX_CHARS: int(1200),
   GUARDIAN_HANDOFF: flag('1'),
   GUARDIAN_CLEAR_TOOL_RESULTS: flag('1'),
   GUARDIAN_DRY_RUN: flag('0'),

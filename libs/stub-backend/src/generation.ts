@@ -6,7 +6,7 @@ import { recallReply } from './recall-answer';
 import type { ReplyPlan } from './reply-plan';
 import { responsesEvents, responsesJson } from './responses-reply';
 import { strictRefusal, strictRefusalBody } from './strict-fields';
-import { fabricatedSummaryText, isSummaryPrompt, summaryText } from './summary';
+import { blankSummaryText, fabricatedSummaryText, isSummaryPrompt, summaryText } from './summary';
 import { countPromptText, countTokens } from './token-count';
 import type { GenerationRoute, RecordedRequest, StubAnswerMode, StubFlavor, StubReply } from './types';
 
@@ -28,6 +28,10 @@ export interface GenerationContext {
   shortSummaries: boolean;
   /** Answer summary requests with invented transcript lines, as a small model that fabricates does. */
   fabricatedSummaries: boolean;
+  /** The number of fabricated answers given so far (each gives the next shape), counted up. */
+  nextFabricated(): number;
+  /** Answer summary requests with a summary that holds nothing of the conversation. */
+  blankSummaries: boolean;
   answer: StubAnswerMode;
   /** Answer a prompt over the window as Ollama does past `num_ctx`: 200, the front cut, the kept count reported. */
   truncate: boolean;
@@ -61,7 +65,8 @@ function replyTokens(reply: StubReply): number {
 
 function stubSummary(prompt: PromptText, ctx: GenerationContext): string {
   if (ctx.shortSummaries) return 'Ok.';
-  return ctx.fabricatedSummaries ? fabricatedSummaryText(prompt) : summaryText(prompt);
+  if (ctx.fabricatedSummaries) return fabricatedSummaryText(prompt, () => ctx.nextFabricated());
+  return ctx.blankSummaries ? blankSummaryText() : summaryText(prompt);
 }
 
 /**

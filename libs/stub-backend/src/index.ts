@@ -1,5 +1,5 @@
 export { startStub } from './stub-server';
-export { SUMMARY_MARKER } from './summary';
+export { FABRICATED_SHAPES, SUMMARY_MARKER } from './summary';
 export { countPrompt, countTokens } from './token-count';
 export { StubError, type StubErrorCode } from './stub-options';
 export type {

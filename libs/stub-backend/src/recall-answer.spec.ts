@@ -29,6 +29,17 @@ describe('the recall answer mode', () => {
     expect(recallAnswer(prompt)).toBe('FACT-ORCA-2210');
   });
 
+  it('passes over a line marked superseded, as the block tells a model to, wherever it stands', () => {
+    const prompt = chat(
+      [
+        '- [current] Update: the auth release branch is now FACT-KOI-7781.',
+        '- [superseded by a later value] The auth release branch is FACT-RAVEN-0042.',
+      ].join('\n'),
+      'What is the auth release branch?',
+    );
+    expect(recallAnswer(prompt)).toBe('FACT-KOI-7781');
+  });
+
   it('cannot answer from a bare Must Keep bullet: the value is there, what it is is not', () => {
     const prompt = chat(
       'Summary of the earlier conversation.\n## Must Keep\n- FACT-ELM-0042',

@@ -5,7 +5,9 @@ import type { PromptText } from './prompt-text';
  * anywhere else in the request, the sentence that best matches the question's words and holds a `FACT-...` token, and
  * answering with that token. It stands in for a model in the keep-facts bench: a fact counts as answered against the
  * stub only when its sentence, with the words that say what it is, reached the request. A bare `## Must Keep` bullet
- * (`- FACT-X`) carries the value but not what it is, so it answers nothing, as a model could not tell either.
+ * (`- FACT-X`) carries the value but not what it is, so it answers nothing, as a model could not tell either. A
+ * sentence marked superseded (guardian's `[superseded by a later value]`, ADR 0020) is passed over, as the block tells
+ * a model to.
  */
 const FACT = /\bFACT-[A-Za-z0-9-]*[A-Za-z0-9]/;
 const WORD = /[a-z][a-z0-9]{2,}/g;
@@ -15,6 +17,8 @@ const STOP = new Set(
     ' ',
   ),
 );
+/** A sentence that says it no longer holds. */
+const SUPERSEDED = /\bsuperseded\b/i;
 /** Words match on their first letters either way round, so "releases" finds "release" and "tagged" finds "tag". */
 const STEM = 5;
 
@@ -31,7 +35,7 @@ export function recallAnswer(prompt: PromptText): string | undefined {
     for (const text of m.texts) {
       for (const sentence of text.split(/(?<=[.!?])\s+|\n+/)) {
         const token = FACT.exec(sentence)?.[0];
-        if (!token) continue;
+        if (!token || SUPERSEDED.test(sentence)) continue;
         const words = (sentence.toLowerCase().match(WORD) ?? []).filter((w) => !STOP.has(w));
         const score = asked.filter((s) => words.some((w) => w.startsWith(s) || s.startsWith(w))).length;
         // Ties go to the later sentence: the newest statement of a fact wins.

@@ -27,6 +27,8 @@ const optionsSchema = z.object({
   summaryDelayMs: z.number().int().min(0).default(0),
   shortSummaries: z.boolean().default(false),
   fabricatedSummaries: z.boolean().default(false),
+  fabricatedShape: z.number().int().min(0).optional(),
+  blankSummaries: z.boolean().default(false),
   maxRecorded: z.number().int().min(0).default(10_000),
   answer: z.enum(ANSWER_MODES).default('ok'),
   truncate: z.boolean().default(false),
@@ -47,6 +49,8 @@ export interface ResolvedOptions {
   summaryDelayMs: number;
   shortSummaries: boolean;
   fabricatedSummaries: boolean;
+  fabricatedShape?: number;
+  blankSummaries: boolean;
   maxRecorded: number;
   answer: StubAnswerMode;
   truncate: boolean;

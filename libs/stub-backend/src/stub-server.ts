@@ -35,6 +35,8 @@ class StubServer implements StubBackend {
   private readonly server: Server;
   private origin = '';
   private seq = 0;
+  /** Fabricated summaries answered so far: each answers the next shape (issue 32 item 7). */
+  private fabricated = 0;
   private closed = false;
   private failures: { status: number; body: unknown }[] = [];
   private overflows: StubFlavor[] = [];
@@ -251,6 +253,8 @@ class StubServer implements StubBackend {
       flavor: this.options.flavor,
       shortSummaries: this.options.shortSummaries,
       fabricatedSummaries: this.options.fabricatedSummaries,
+      nextFabricated: () => this.options.fabricatedShape ?? this.fabricated++,
+      blankSummaries: this.options.blankSummaries,
       model: this.options.model,
       reply: this.options.reply,
       answer: this.options.answer,

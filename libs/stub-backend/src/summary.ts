@@ -40,17 +40,44 @@ export function summaryText(prompt: PromptText): string {
 }
 
 /**
- * What a model too small to summarise answered guardian's summary prompt with (issue 32 item 7: SmolLM2-135M on
- * llama.cpp at a 4,096 window): lines shaped like the transcript that match no real turn, under a `## Must Keep`
- * heading; or, when asked to extend a summary so far, a bare list of turn numbers with no heading at all. Both
- * carry the invented line `[1] user: Notes for step 7: ...`, which no test conversation holds.
+ * A summary in the asked-for shape that holds nothing of the conversation (issue 32): no value, no name, no
+ * `FACT-` token, `- (none)` under `## Must Keep`. What a summariser that paraphrases everything away gives; against
+ * it, whatever of a conversation reaches a compacted request got there by guardian's own rules.
  */
-export function fabricatedSummaryText(prompt: PromptText): string {
-  const invented = [
-    '[1] user: Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
-    '[2] assistant: Understood. I rolled back the migration and paged the on-call engineer.',
-  ];
+export function blankSummaryText(): string {
+  return [
+    'Summary of the earlier conversation: the user and the assistant worked through a series of steps on the ' +
+      'project, one at a time. This summary records none of the values they named.',
+    '## Must Keep',
+    '- (none)',
+  ].join('\n');
+}
+
+/** The invented line, in each shape a model writes a transcript line (issue 32 item 7 and its audit). */
+export const FABRICATED_SHAPES: readonly string[] = [
+  '[1] user: Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
+  'user: Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
+  'User: Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
+  '**[7] user:** Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
+  '- **User**: Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
+  'Turn 7 (user): Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
+  '#7 user: Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
+  '(7) user: Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
+  '> Human: Notes for step 7: the release codename is INVENTED-0007 and the staging host is down.',
+];
+
+/**
+ * What a model too small to summarise answered guardian's summary prompt with (issue 32 item 7: SmolLM2-135M on
+ * llama.cpp at a 4,096 window): a line shaped like the transcript that matches no real turn, under a `## Must Keep`
+ * heading, one line only, each such answer in the next of FABRICATED_SHAPES (`next` counts them: a session meets every
+ * shape in turn, and each refusal is that shape's); or, when asked to extend a summary so far, a bare list of turn
+ * numbers with no heading at all. Every shape carries the invented `Notes for step 7: ... INVENTED-0007`, which no
+ * test conversation holds.
+ */
+export function fabricatedSummaryText(prompt: PromptText, next: () => number = () => 0): string {
   const extending = allTexts(prompt).some((t) => t.includes('SUMMARY-SO-FAR-'));
-  if (extending) return [...invented, ...Array.from({ length: 8 }, (_, i) => `[${21 + 11 * i}]`)].join('\n');
-  return ['Summary of the earlier conversation:', ...invented, '## Must Keep', '- INVENTED-0007'].join('\n');
+  if (extending)
+    return [FABRICATED_SHAPES[0]!, ...Array.from({ length: 8 }, (_, i) => `[${21 + 11 * i}]`)].join('\n');
+  const shape = FABRICATED_SHAPES[next() % FABRICATED_SHAPES.length]!;
+  return ['Summary of the earlier conversation:', shape, '## Must Keep', '- INVENTED-0007'].join('\n');
 }

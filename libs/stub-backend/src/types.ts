@@ -49,6 +49,14 @@ export interface StubOptions {
    * model that fabricates does; see `fabricatedSummaryText`.
    */
   fabricatedSummaries?: boolean;
+  /** With `fabricatedSummaries`: always this one of FABRICATED_SHAPES, instead of each in turn. */
+  fabricatedShape?: number;
+  /**
+   * Answer every summary request with a summary in the asked-for shape that holds nothing of the conversation (no
+   * value, `- (none)` under `## Must Keep`); see `blankSummaryText`. Default false: the stub's summary lists every
+   * `FACT-` token it read.
+   */
+  blankSummaries?: boolean;
   /**
    * Answer a prompt over the window with 200 instead of the overflow refusal, reporting the window as its prompt
    * tokens: the front of the prompt cut silently, as Ollama does past `num_ctx`. Default false.

@@ -21,6 +21,8 @@ export interface CompactionSection {
   recallMaxChars: number;
   /** GUARDIAN_ANCHOR_MAX_CHARS: the carried identifiers' cap (0: off). */
   anchorMaxChars: number;
+  /** GUARDIAN_STATED_MAX_CHARS: the stated values' cap (0: off). */
+  statedMaxChars: number;
   /** GUARDIAN_CLEAR_TOOL_RESULTS: over budget, clear old tool results before summarising (issue 32 item 3). */
   clearToolResults: boolean;
   /** GUARDIAN_HANDOFF: a hand-off file is written beside the session's run at each compaction. */
@@ -129,6 +131,7 @@ export function sectionsOf(env: GuardianEnv): ConfigSections {
       ledgerMaxChars: env.GUARDIAN_LEDGER_MAX_CHARS,
       recallMaxChars: env.GUARDIAN_RECALL_MAX_CHARS,
       anchorMaxChars: env.GUARDIAN_ANCHOR_MAX_CHARS,
+      statedMaxChars: env.GUARDIAN_STATED_MAX_CHARS,
       clearToolResults: env.GUARDIAN_CLEAR_TOOL_RESULTS,
       handoff: env.GUARDIAN_HANDOFF,
       dryRun: env.GUARDIAN_DRY_RUN,

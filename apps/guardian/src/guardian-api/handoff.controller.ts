@@ -38,10 +38,13 @@ export class HandoffController {
       throw new GuardianError('GUARDIAN_BAD_REQUEST', 'format is md or json', 400);
     const viewer = viewerOf(req);
     const owner = ownerOf(viewer, ownerQuery);
-    // By the name the session was sent with, or by its hash (the id the console's sessions list gives).
+    // A developer reads only runs their token wrote, in memory and on the volume alike.
+    const scope = viewer.kind === 'owner' ? viewer.ownerHash : undefined;
+    // By the name the session was sent with, or by its hash (the id the console's sessions list gives); from memory,
+    // else from the hand-off file of its run (after a restart, or written by another replica).
     const stored =
-      this.handoffs.get(sessionHash(id, owner)) ??
-      (SESSION_HASH.test(id) ? this.handoffs.get(id) : undefined);
+      (await this.handoffs.find(sessionHash(id, owner), scope)) ??
+      (SESSION_HASH.test(id) ? await this.handoffs.find(id, scope) : undefined);
     if (!stored || (viewer.kind === 'owner' && stored.ownerHash !== viewer.ownerHash))
       throw new GuardianError(
         'GUARDIAN_NO_SESSION',

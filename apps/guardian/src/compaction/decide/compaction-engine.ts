@@ -219,6 +219,7 @@ export function requestPlanInput(
     pinsBy: pinMaxChars > 0 ? pinsByMessage(conv.messages) : [],
     ledgerMaxChars: compaction.ledgerMaxChars,
     anchorMaxChars: compaction.anchorMaxChars,
+    statedMaxChars: compaction.statedMaxChars,
   };
   const base: Omit<PlanInput, 'memo'> = {
     messages: conv.messages,

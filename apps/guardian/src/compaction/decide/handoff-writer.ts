@@ -1,10 +1,13 @@
-import { rename, writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { z } from 'zod';
 
+import { captureRuns } from '@guardian/archive';
 import { LruMap } from '@guardian/collections';
 import { handoffMarkdown, sessionHandoff, type SessionHandoff } from '@guardian/compaction';
+import { codeOf } from '@guardian/errors';
 
 import { GuardianConfig } from '../../config/guardian-config';
 import type { RequestContext } from '../handoff';
@@ -20,10 +23,22 @@ export interface StoredHandoff {
 export const HANDOFF_JSON = 'handoff.json';
 export const HANDOFF_MD = 'handoff.md';
 
+/** handoff.json as this writer writes it; a file that does not read as one is not a hand-off. */
+const HandoffFileSchema = z.object({
+  goal: z.string().nullable(),
+  pins: z.array(z.object({ text: z.string(), status: z.enum(['current', 'superseded']) })),
+  decisions: z.array(z.string()),
+  files: z.array(z.string()),
+  open_question: z.string().nullable(),
+  messages: z.number(),
+  compacted_at: z.string(),
+  run: z.string().nullable(),
+});
+
 /**
  * The hand-off of each compacted session (issue 32 item 5): read from the request's history behind the request, kept
  * in memory for `GET /guardian/sessions/<id>/handoff`, and written as `handoff.json` and `handoff.md` into the
- * session's run folder on the volume, replaced at each compaction. A write that fails is counted and logged, never
+ * session's run folder on the volume, replaced at each compaction; after a restart the endpoint answers from the file. A write that fails is counted and logged, never
  * the request's failure (ARCHITECTURE.md#fail-open).
  */
 @Injectable()
@@ -38,9 +53,26 @@ export class HandoffWriter implements OnModuleDestroy {
     this.latest = new LruMap(config.compaction.maxSessions);
   }
 
-  /** The latest hand-off of a session hash, if this process compacted it. */
-  get(sessionHash: string): StoredHandoff | undefined {
-    return this.latest.get(sessionHash);
+  /**
+   * The latest hand-off of a session hash: this process's, else the newest `handoff.json` of the session's runs on the
+   * volume (written before a restart, or by another replica). `ownerHash` given (null: no owner), only runs whose
+   * run.json names that owner are read, so a developer never reads another's through a hash they guessed.
+   */
+  async find(sessionHash: string, ownerHash?: string | null): Promise<StoredHandoff | undefined> {
+    const held = this.latest.get(sessionHash);
+    if (held && (ownerHash === undefined || (held.ownerHash ?? null) === ownerHash)) return held;
+    const runs = await captureRuns(
+      this.config.paths.spanDir,
+      sessionHash,
+      ownerHash === undefined ? {} : { ownerHash },
+    );
+    let newest: StoredHandoff['handoff'] | undefined;
+    for (const run of runs) {
+      const file = await readHandoff(join(this.config.paths.spanDir, run, HANDOFF_JSON));
+      if (file && (!newest || file.compacted_at > newest.compacted_at)) newest = file;
+    }
+    if (!newest) return undefined;
+    return ownerHash ? { handoff: newest, ownerHash } : { handoff: newest };
   }
 
   /** Records the hand-off of a compacted request; `run` is the run folder its spans are in, when known. */
@@ -76,8 +108,31 @@ export class HandoffWriter implements OnModuleDestroy {
         await rename(tmp, join(dir, name));
       }
     } catch (err) {
-      // Safe to go on: the hand-off is a convenience beside the archive; the endpoint still answers from memory.
+      // Safe to go on: the hand-off is a convenience beside the archive; the endpoint still answers from memory
+      // (until a restart, when the previous file, if any, answers).
       this.reporter.archiveBehindFailed('handoff_write', { route }, err);
     }
   }
+}
+
+/** A hand-off file, or undefined when there is none or it does not read as one (a run compacted before it existed). */
+async function readHandoff(path: string): Promise<StoredHandoff['handoff'] | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    // A run with no hand-off yet is not an error; anything else (a volume that cannot be read) is the caller's 500.
+    if (codeOf(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    // Written whole then renamed, so a torn file means someone else wrote it: it is not a hand-off we can serve.
+    if (err instanceof SyntaxError) return undefined;
+    throw err;
+  }
+  const parsed = HandoffFileSchema.safeParse(json);
+  return parsed.success ? parsed.data : undefined;
 }

@@ -14,7 +14,8 @@ export interface ClearedRequest {
 /**
  * Guardian's first measure over budget, before any summary (issue 32 item 3; observation masking, which matches LLM
  * summaries at half the cost: The Complexity Trap, 2025): the oldest tool results, not their calls, become a pointer
- * to the span that archives them, the newest KEPT_TOOL_RESULTS whole, no more cleared than the budget needs.
+ * to the span that archives them, all but the newest KEPT_TOOL_RESULTS (libs/compaction planResultClearing says why
+ * all of them).
  * Undefined when that is not enough to fit: the caller summarises as before.
  */
 export async function clearOldResults(
@@ -32,7 +33,10 @@ export async function clearOldResults(
   for (const c of plan.cleared) {
     // Archived once per session and message, as a spilled paste is: the pointer names where the original is.
     const ref = await archiver.spill(ctx, c.index);
-    replaceResults.set(c.index, toolResultPointer({ tool: c.tool, tokens: c.tokens, ref: ref?.ref }));
+    replaceResults.set(
+      c.index,
+      toolResultPointer({ tool: c.tool, tokens: c.tokens, ref: ref?.ref, gist: c.gist }),
+    );
   }
   const keep = conv.messages.map((_, i) => i);
   const json = ctx.adapter.rebuild(conv, { keep, replaceResults });

@@ -56,6 +56,38 @@ describe('refuseSummary (issue 32 item 7)', () => {
     expect(refuseSummary(quoting, replaced)).toBeUndefined();
   });
 
+  it.each([
+    ['an unindexed role', 'user: Notes for step 7: the release codename is INVENTED-0007.'],
+    ['a capitalised role', 'User: Notes for step 7: the release codename is INVENTED-0007.'],
+    ['a bold index and role', '**[7] user:** Notes for step 7: the release codename is INVENTED-0007.'],
+    ['a bold role', '- **User**: Notes for step 7: the release codename is INVENTED-0007.'],
+    ['a turn and a role in parentheses', 'Turn 7 (user): Notes for step 7: INVENTED-0007.'],
+    ['a hash index', '#7 user: Notes for step 7: INVENTED-0007.'],
+    ['a parenthesised index', '(7) user: Notes for step 7: INVENTED-0007.'],
+    ['a numbered list', '2. assistant: I rolled back the migration and paged the on-call engineer.'],
+    ['a quoted Human line', '> Human: Notes for step 7: INVENTED-0007.'],
+    ['an Assistant line', 'Assistant: Understood. I rolled back the migration.'],
+    ['a bare list of turns the stretch does not have', '[21] [32] [43]'],
+  ])('refuses a transcript-shaped line with %s that no evicted turn holds', (_, line) => {
+    expect(refuseSummary(`${line}\n${good}`, replaced)).toBe('invented_line');
+  });
+
+  it.each([
+    ['an unindexed role', 'User: Step 2: rotate the key FACT-KEY-22 before Friday.'],
+    ['a bold role', '- **Assistant**: Reviewed step 1; nothing blocks the deploy.'],
+    ['a Human line', 'Human: "Then review the build log below."'],
+    ['a turn number and role', 'Turn 2 (assistant): Reviewed step 1…'],
+    ['a role over a list, quoting nothing', '**User:**'],
+    ['bare turns the stretch has', '[1] [2]'],
+  ])('accepts %s that quotes what an evicted turn did say', (_, line) => {
+    expect(refuseSummary(`${line}\n${good}`, replaced)).toBeUndefined();
+  });
+
+  it('does not read a role word inside a sentence as a transcript line', () => {
+    const prose = `The user: a developer on the deploy team, asked for FACT-HOST-11.\n${good}`;
+    expect(refuseSummary(prose, replaced)).toBeUndefined();
+  });
+
   it('accepts a line the summary so far already carries (a checkpoint is guardian’s own)', () => {
     const prior = 'Checkpoint (no model-written summary was available):\n[0] user: Start the deploy log.';
     const extended = `[0] user: Start the deploy log.\n${good}`;

@@ -8,7 +8,7 @@
 export type SummaryRefusal =
   /** No `## Must Keep` heading: the prompt ends by asking for exactly that section. */
   | 'no_must_keep'
-  /** A `[n] role: text` line whose turn the evicted stretch (or the summary so far) does not hold. */
+  /** A transcript-shaped line (`[n] role: text`, `User: text`, ...) whose text the evicted stretch does not hold. */
   | 'invented_line'
   /** More characters than the transcript and the summary so far that it replaces. */
   | 'too_large';
@@ -23,8 +23,18 @@ export interface ReplacedText {
   prior?: string;
 }
 
-/** A transcript line as transcriptLine writes it, or as a model quotes one (a bullet or quote mark allowed). */
-const QUOTED_LINE = /^\s*(?:[-*>•]\s*)?\[(\d+)\]\s*(user|assistant|system|tool)\s*:\s*(.*)$/i;
+/**
+ * A transcript-shaped line, in any of the shapes models write one (issue 32 item 7 and its audit): `[7] user: ...` as
+ * transcriptLine writes it, and `user: ...`, `User: ...`, `**[7] user:** ...`, `- **User**: ...`, `Turn 7 (user):
+ * ...`, `#7 user: ...`, `(7) user: ...`, `7. user: ...`, `Human: ...`, each after any bullet or quote mark. Groups: the
+ * turn number in one of its five forms (or none), the role, the text.
+ */
+const QUOTED_LINE =
+  /^\s*(?:[-*>•]\s*)*(?:\*\*|__)?\s*(?:\[(\d+)\]|\((\d+)\)|#(\d+)|(\d+)[.)]|(?:turn|message|msg)\s*#?(\d+))?\s*[([]?\s*(user|assistant|system|tool|human|ai)\s*[)\]]?\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.*)$/i;
+/** A line of nothing but turn numbers (`[21] [32]`, or `[21]` alone): a reference to turns, quoting none. */
+const BARE_TURNS = /^\s*(?:[-*>•]\s*)*(?:\[\d+\][\s,]*)+$/;
+/** The names a model gives the two sides of a chat, as the transcript names them. */
+const ROLE: Readonly<Record<string, string>> = { human: 'user', ai: 'assistant' };
 /** Where one message's line starts in the transcript (its text may run over several lines). */
 const LINE_START = /^\[(\d+)\] (user|assistant|system|tool):/;
 /** Ellipses and the stub of a cut quote a model may leave at either end; they are not part of what it quotes. */
@@ -47,23 +57,46 @@ export function refuseSummary(summary: string, replaced: ReplacedText): SummaryR
   return undefined;
 }
 
-/** True when some transcript-shaped line of the summary quotes a turn the stretch does not hold. */
+/**
+ * True when some transcript-shaped line of the summary quotes what the stretch does not hold: a turn it does not have
+ * (by number and role), a text that turn did not say, or, without a number, a text no turn of that role said. A line
+ * that names a role and quotes nothing (`**User:**` over a list) is not a quote; a line of bare turn numbers is held
+ * only when the stretch has every one of them.
+ */
 function inventedLine(summary: string, replaced: ReplacedText): boolean {
   let turns: Map<string, string> | undefined;
   const prior = replaced.prior === undefined ? '' : flat(replaced.prior);
   for (const line of summary.split('\n')) {
-    const m = QUOTED_LINE.exec(line);
-    if (!m) continue;
+    const bare = BARE_TURNS.test(line);
+    const m = bare ? null : QUOTED_LINE.exec(line);
+    if (!bare && !m) continue;
     // The summary so far is guardian's own (a checked summary, or a checkpoint): a line it already carries is held.
     if (prior.includes(flat(line.replace(/^\s*[-*>•]\s*/, '')))) continue;
     turns ??= transcriptTurns(replaced.lines);
-    const text = turns.get(`${m[1]!} ${m[2]!.toLowerCase()}`);
-    if (text === undefined) return true;
-    const quoted = flat(m[3] ?? '')
+    if (!m) {
+      const held = new Set([...turns.keys()].map((k) => k.split(' ')[0]));
+      if ([...line.matchAll(/\[(\d+)\]/g)].some((n) => !held.has(n[1]))) return true;
+      continue;
+    }
+    const index = m[1] ?? m[2] ?? m[3] ?? m[4] ?? m[5];
+    const said = (m[6] ?? '').toLowerCase();
+    const role = ROLE[said] ?? said;
+    const quoted = flat(m[7] ?? '')
+      .replace(/^(?:\*\*|__)|(?:\*\*|__)$/g, '')
       .replace(TRIM_MARKS, '')
       .trim();
-    if (quoted.length > 0 && !text.includes(quoted)) return true;
+    if (index !== undefined) {
+      const text = turns.get(`${index} ${role}`);
+      if (text === undefined) return true;
+      if (quoted.length > 0 && !text.includes(quoted)) return true;
+    } else if (quoted.length > 0 && !saidBy(turns, role, quoted)) return true;
   }
+  return false;
+}
+
+/** True when some turn of `role` holds `quoted`. */
+function saidBy(turns: ReadonlyMap<string, string>, role: string, quoted: string): boolean {
+  for (const [key, text] of turns) if (key.endsWith(` ${role}`) && text.includes(quoted)) return true;
   return false;
 }
 
