@@ -67,6 +67,11 @@ export const RECALL_TOOL_LABELS = [
   'get_proxy_status',
   'get_context_status',
 ] as const;
+/**
+ * Why a summariser's answer was refused as not a summary: no `## Must Keep` section, a transcript line no real turn
+ * holds, larger than what it replaces. The guardian app's `SummaryRefusal` is checked against this list at compile time.
+ */
+export const SUMMARY_REFUSAL_REASONS = ['no_must_keep', 'invented_line', 'too_large'] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 /**
@@ -117,6 +122,7 @@ export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 export type FailOpenStage = (typeof FAIL_OPEN_STAGES)[number];
 export type PrecompactOutcome = (typeof PRECOMPACT_OUTCOMES)[number];
 export type AccessRefusalReason = (typeof ACCESS_REFUSAL_REASONS)[number];
+export type SummaryRefusalReason = (typeof SUMMARY_REFUSAL_REASONS)[number];
 
 const NAMES = {
   requests: 'guardian_requests_total',
@@ -474,7 +480,9 @@ export class GuardianMetrics {
   // Every series whose labels come from a closed set is created at 0, so `/metrics` shows it before the first
   // event and `increase()`/`rate()` see the first one: a series born at its first value has no earlier sample to
   // compare, and the dashboard's "Tokens kept out" read 0 on a fresh pod (issue 30 item 3; Prometheus docs,
-  // "Avoid missing metrics"). Only `version` on guardian_build_info is left out: it has one value, set above.
+  // "Avoid missing metrics"). Left out: `version` on guardian_build_info (one value, set above), `model` on
+  // guardian_backend_truncation_total (the clients' names, bounded at run time), and the usage gauges, which are set
+  // afresh from the logs at each scrape (a gauge is read as it stands, never through increase()).
   private preInitialise(): void {
     for (const stage of FAIL_OPEN_STAGES) this.failOpen.inc({ stage }, 0);
     for (const route of ROUTES) {
@@ -483,6 +491,9 @@ export class GuardianMetrics {
     for (const route of COMPACTING_ROUTES) {
       for (const reason of COMPACTION_REASONS) this.compactions.inc({ route, reason }, 0);
       this.oversizedSpills.inc({ route }, 0);
+      this.toolResultsCleared.inc({ route }, 0);
+      this.staleRecalls.inc({ route }, 0);
+      this.staleRecallExcerpts.inc({ route }, 0);
       for (const outcome of RECOVERY_OUTCOMES) this.overflowRecoveries.inc({ route, outcome }, 0);
       for (const histogram of [
         this.tokensBefore,
@@ -499,6 +510,7 @@ export class GuardianMetrics {
     for (const op of MEMO_OPS) this.memoErrors.inc({ op }, 0);
     for (const reason of ARCHIVE_FAILURE_REASONS) this.archiveWriteFailures.inc({ reason }, 0);
     for (const outcome of SUMMARISER_OUTCOMES) this.summariserDuration.zero({ outcome });
+    for (const reason of SUMMARY_REFUSAL_REASONS) this.summariesRefused.inc({ reason }, 0);
     for (const outcome of PRECOMPACT_OUTCOMES) this.precompact.inc({ outcome }, 0);
     for (const reason of SESSION_HEADER_IGNORED_REASONS) this.sessionHeaderIgnored.inc({ reason }, 0);
     for (const kind of USAGE_SIDE_KINDS) this.usageSideRequests.inc({ kind }, 0);
