@@ -28,16 +28,31 @@ const ERROR_BODY_LIMIT = 64 * 1024;
 export class KeepAlive {
   private timer: NodeJS.Timeout | undefined;
   private streamed: boolean | undefined;
+  /** Stops shutdown's following of the stream while guardian waits (OpenStreams.wait); set once committed. */
+  private unfollow: (() => void) | undefined;
   /** The status line and at least one frame have gone out. */
   committed = false;
+  private readonly route: OwnedRoute;
+  private readonly periodMs: number;
+  private readonly ownHeaders: Record<string, string>;
+  private readonly abandon: () => void;
 
   constructor(
     private readonly p: ProxiedRequest,
-    private readonly route: OwnedRoute,
-    private readonly periodMs: number,
-    /** Guardian's own headers known before the wait (a session header's warning): the early head carries them. */
-    private readonly ownHeaders: Record<string, string> = {},
-  ) {}
+    opts: {
+      route: OwnedRoute;
+      periodMs: number;
+      /** Guardian's own headers known before the wait (a session header's warning): the early head carries them. */
+      ownHeaders?: Record<string, string>;
+      /** Gives up the request's work (its upstream calls): shutdown ended the stream before the upstream answered. */
+      abandon?: () => void;
+    },
+  ) {
+    this.route = opts.route;
+    this.periodMs = opts.periodMs;
+    this.ownHeaders = opts.ownHeaders ?? {};
+    this.abandon = opts.abandon ?? (() => undefined);
+  }
 
   /** Starts counting the wait (again); a no-op with keep-alive off or already counting. */
   start(): void {
@@ -73,6 +88,11 @@ export class KeepAlive {
         'x-guardian-keep-alive': String(this.periodMs),
       });
       this.committed = true;
+      // From here the client holds a stream: shutdown ends it with the route's error event, not a cut (issue 30).
+      this.unfollow = this.p.streams.wait(this.p, () => {
+        this.stop();
+        this.abandon();
+      });
     }
     res.write(this.route === 'messages' ? ANTHROPIC_PING : SSE_COMMENT);
     this.start();
@@ -94,6 +114,7 @@ export class KeepAlive {
    */
   relayCommitted(upstream: UpstreamResponse, settle: (upstreamError: boolean) => void): void {
     this.stop();
+    this.unfollow?.();
     const { res } = this.p;
     const type = upstream.headers['content-type'];
     const sse = typeof type === 'string' && type.startsWith('text/event-stream');
@@ -118,6 +139,7 @@ export class KeepAlive {
   /** Ends the stream with the route's error event for a failure that left no upstream answer at all. */
   fail(err: unknown): void {
     this.stop();
+    this.unfollow?.();
     const { res } = this.p;
     if (!res.destroyed && !res.writableEnded) res.end(errorFrame(this.p, err));
   }
