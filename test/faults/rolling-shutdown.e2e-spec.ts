@@ -211,7 +211,7 @@ describe('SIGTERM with long SSE streams open (a rollout)', () => {
     expect(JSON.parse(openaiError![1]!)).toMatchObject({ error: { code: 'GUARDIAN_SHUTTING_DOWN' } });
 
     expect(await sidecar.exited).toEqual({ code: 0, signal: null });
-  }, 180_000);
+  });
 });
 
 // The same shutdown, for streams guardian itself still keeps waiting: keep-alive has sent the status line and its
@@ -328,5 +328,5 @@ describe('SIGTERM while guardian keeps streams alive waiting on a summary', () =
         (r) => !r.isSummary && !['window', 'tokenize', 'count_tokens'].includes(r.route ?? ''),
       ),
     ).toEqual([]);
-  }, 180_000);
+  });
 });

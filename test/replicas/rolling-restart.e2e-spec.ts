@@ -171,5 +171,5 @@ describe('a rolling restart of two replicas behind a readiness-probing proxy, un
     // No replica reached the grace's end with a stream still open.
     for (const p of processes)
       expect(p.stdout.filter((line) => line.includes('shutdown grace over'))).toEqual([]);
-  }, 600_000);
+  });
 });

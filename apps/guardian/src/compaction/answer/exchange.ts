@@ -77,9 +77,11 @@ export class Exchange {
         tokens_in: this.observed.promptTokens ?? null,
         tokens_out: this.observed.completionTokens ?? null,
       });
-    void bookkeeping
-      .record(facts, d, this.observed)
-      .catch((err: unknown) => reporter.behindFailed('memo', 'usage_write', route, err));
+    reporter.behind(
+      bookkeeping
+        .record(facts, d, this.observed)
+        .catch((err: unknown) => reporter.behindFailed('memo', 'usage_write', route, err)),
+    );
     if (ctx && !result.upstreamError && result.status < 400) precompactor.consider(ctx, d);
   }
 }

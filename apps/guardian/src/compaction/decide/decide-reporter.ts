@@ -81,6 +81,11 @@ export class DecideReporter {
     this.state.emit({ kind: 'summary_refused', route: call.route, model: call.model, reason });
   }
 
+  /** Work that goes on behind the answer (GuardianState.behind). */
+  behind(work: Promise<unknown>): void {
+    this.state.trackBehind(work);
+  }
+
   summaryRetry(): void {
     this.metrics.summaryRetries.inc();
   }

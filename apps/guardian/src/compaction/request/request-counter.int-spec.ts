@@ -52,6 +52,7 @@ describe('RequestCounter: exact counting after a tokenizer that failed', () => {
       { model: 'm', messages: [{ role: 'user', content: 'word '.repeat(800) }] },
       { countTools: true },
     );
+    if (!conv) throw new Error('the chat adapter did not read the conversation');
     // A budget at the estimate: every count is near it, so each one asks for the exact count while it may.
     const budget = counter.estimate(conv).tokens;
     const count = () => counter.count(conv, budget, {});
