@@ -110,15 +110,22 @@ export class KeepAlive {
   /**
    * Relays an answer after the status line went out: an SSE answer is piped on (its head is dropped: the client has
    * one); anything else (an error status, a JSON body) is read and sent as the route's error event, the upstream's own
-   * error body unchanged when it is an error body an SDK understands (one with `error`).
+   * error body unchanged when it is an error body an SDK understands (one with `error`). Guardian's own headers that
+   * became known only after the head went out (`X-Guardian-Newest-Cut`) come first, as SSE comment lines.
    */
-  relayCommitted(upstream: UpstreamResponse, settle: (upstreamError: boolean) => void): void {
+  relayCommitted(
+    upstream: UpstreamResponse,
+    settle: (upstreamError: boolean) => void,
+    lateHeaders: Record<string, string> = {},
+  ): void {
     this.stop();
     this.unfollow?.();
     const { res } = this.p;
     const type = upstream.headers['content-type'];
     const sse = typeof type === 'string' && type.startsWith('text/event-stream');
     if (upstream.status < 400 && sse) {
+      const told = headerComments(lateHeaders, this.ownHeaders);
+      if (told) res.write(told);
       upstream.body.pipe(res);
       this.p.streams.follow(this.p, upstream);
       upstream.body.once('end', () => settle(false));
@@ -151,6 +158,19 @@ export class KeepAlive {
       status >= 400 ? `the upstream answered ${status}` : 'the upstream answered a stream with no stream';
     return errorFrame(this.p, new UpstreamError('UPSTREAM_BAD_RESPONSE', why, 502));
   }
+}
+
+/**
+ * Guardian's headers the early head could not carry, as one block of SSE comment lines ending in a blank line:
+ * `: x-guardian-newest-cut: omitted_tokens=N; original_tokens=M; span=<ref>`. Every SSE parser skips a comment
+ * (WHATWG HTML §9.2.6), the SDKs' included, so a client that does not look for it sees the answer as before; one that
+ * does reads the same text the header would have carried (issue 30 item 12). Empty when there is none.
+ */
+function headerComments(headers: Record<string, string>, sent: Record<string, string> = {}): string {
+  const lines = Object.entries(headers)
+    .filter(([name]) => !(name in sent))
+    .map(([name, value]) => `: ${name}: ${value.replace(/[\r\n]+/g, ' ')}\n`);
+  return lines.length === 0 ? '' : `${lines.join('')}\n`;
 }
 
 /** `text` as a JSON object, or undefined (an HTML error page, a cut body). */

@@ -174,7 +174,7 @@ export class ProxyService implements ProxyHandler {
     res.once('close', () => settle(false));
     if (alive?.committed) {
       // The status line is out: the answer goes on without its head, a failure as the route's error event.
-      alive.relayCommitted(upstream, settle);
+      alive.relayCommitted(upstream, settle, exchange?.responseHeaders);
       if (exchange) exchange.observe(upstream);
       return;
     }
