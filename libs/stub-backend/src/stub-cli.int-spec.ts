@@ -99,7 +99,11 @@ describe('stub-backend program', () => {
     const res = await fetch(`${stub.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'stub-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      body: JSON.stringify({
+        model: 'stub-model',
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
       signal: gone.signal,
     });
     const reader = res.body!.getReader();

@@ -77,9 +77,10 @@ export async function runStubCli(argv: string[], io: StubCliIo): Promise<StubCli
     )
     .addOption(
       // A long streamed answer for the deploy checks: one still streaming when its sidecar is stopped (issue 30).
-      new Option('--stream-ms <ms>', 'spread each streamed answer over this long (first event at once)').default(
-        io.env.STUB_STREAM_MS ?? '0',
-      ),
+      new Option(
+        '--stream-ms <ms>',
+        'spread each streamed answer over this long (first event at once)',
+      ).default(io.env.STUB_STREAM_MS ?? '0'),
     )
     .helpOption('-h, --help', 'show this help')
     .exitOverride()
