@@ -41,7 +41,6 @@ describe('a writer killed mid-write', () => {
       }
       expect((await verifyArchive({ spanDir })).ok).toBe(true);
     },
-    120_000,
   );
 
   it('killed after a span was placed and before its commit: the span and its line are kept, nothing is torn', async () => {

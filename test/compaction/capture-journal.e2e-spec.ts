@@ -66,7 +66,13 @@ describe('capture journal', () => {
       expect((await post(stack.baseURL, [{ role: 'user', content: 'NOT-JOURNALED-TERM here' }])).status).toBe(
         200,
       );
-      await new Promise((r) => setTimeout(r, 200));
+      // A journal append runs behind the answer: read once the sidecar has nothing left running behind it.
+      await until('the writes behind the answer', async () => {
+        const stats = (await (await fetch(`${stack.guardian.url}/guardian/stats`)).json()) as {
+          behind: number;
+        };
+        return stats.behind === 0;
+      });
       // The span folder exists from boot (issue 12: /readyz reports a vanished one); nothing is in it.
       const spanDir = join(stack.dataDir, 'spans');
       expect(await searchArchive({ spanDir, term: 'NOT-JOURNALED-TERM', max: 10 })).toEqual({

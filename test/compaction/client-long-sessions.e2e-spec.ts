@@ -13,7 +13,7 @@ import {
   type Json,
   type Recording,
 } from '../support/recordings';
-import { forwarded, getJson } from './support';
+import { COUNTING, forwarded, getJson } from './support';
 
 /**
  * Issue 11 findings 1 and 2, in the real clients' request shapes (test/works-with/recordings): ten turns that each
@@ -71,16 +71,18 @@ function windowFor(s: Session): number {
 
 const recordings = loadRecordings();
 
-describe.each(recordings.map((r) => [`${r.client} ${r.version}`, r] as const))(
-  'a %s-shaped session of ten 17 KB pastes through the sidecar',
-  (_name, rec) => {
+describe.each(
+  COUNTING.flatMap((c) => recordings.map((r) => [`${r.client} ${r.version}`, c.counting, r, c] as const)),
+)(
+  'a %s-shaped session of ten 17 KB pastes through the sidecar, with %s',
+  (_name, _counting, rec, counting) => {
     let stack: Stack;
     const s = session(rec);
     const window = windowFor(s);
     const statuses: number[] = [];
 
     beforeAll(async () => {
-      stack = await startStack({ stub: { window } });
+      stack = await startStack({ stub: { window, ...counting.stub }, env: { ...counting.env } });
       for (const body of s.bodies) {
         const res = await fetch(`${stack.guardian.url}${s.path}`, {
           method: 'POST',

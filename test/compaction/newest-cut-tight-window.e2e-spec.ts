@@ -12,7 +12,7 @@ import {
   type Json,
   type Recording,
 } from '../support/recordings';
-import { forwarded } from './support';
+import { COUNTING, forwarded } from './support';
 
 /**
  * Issue 30 item 11: at a window where the client's own part (instructions, tools) is over guardian's budget, the
@@ -63,9 +63,13 @@ function bodies(rec: Recording): {
 const windowFor = (own: number, pasteTokens: number): number =>
   Math.ceil((own + 0.6 * pasteTokens) / 1024) * 1024;
 
-describe.each(loadRecordings().map((r) => [`${r.client} ${r.version}`, r] as const))(
-  'a %s-shaped session of 17 KB pastes at a window whose budget its own part fills',
-  (_name, rec) => {
+describe.each(
+  COUNTING.flatMap((c) =>
+    loadRecordings().map((r) => [`${r.client} ${r.version}`, c.counting, r, c] as const),
+  ),
+)(
+  'a %s-shaped session of 17 KB pastes at a window whose budget its own part fills, with %s',
+  (_name, _counting, rec, counting) => {
     const s = bodies(rec);
     const window = windowFor(s.own, s.pasteTokens);
     const statuses: number[] = [];
@@ -73,7 +77,7 @@ describe.each(loadRecordings().map((r) => [`${r.client} ${r.version}`, r] as con
     let stack: Stack;
 
     beforeAll(async () => {
-      stack = await startStack({ stub: { window } });
+      stack = await startStack({ stub: { window, ...counting.stub }, env: { ...counting.env } });
       for (const body of s.bodies) {
         const res = await fetch(`${stack.guardian.url}${s.path}`, {
           method: 'POST',

@@ -213,3 +213,18 @@ export async function eventually<T>(check: () => Promise<T | undefined>): Promis
   );
   return value as T;
 }
+
+/**
+ * How the sidecar counts in a test that must hold either way: exactly through the backend's /tokenize, or with the
+ * tokenizer never answering in time (issue 30 item 8: every count falls back to the estimate, as a /tokenize timeout
+ * on a loaded machine did). The stub holds each /tokenize for a minute and guardian waits 1 ms, so every exact count
+ * fails whatever the machine; what is forwarded must keep every promise both ways.
+ */
+export const COUNTING = [
+  { counting: 'exact counts', stub: {}, env: {} },
+  {
+    counting: 'the tokenizer timing out',
+    stub: { tokenizeDelayMs: 60_000 },
+    env: { GUARDIAN_TOKENIZE_TIMEOUT_MS: '1' },
+  },
+] as const;

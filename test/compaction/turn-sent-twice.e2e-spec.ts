@@ -16,6 +16,12 @@ import { filler, forwarded, getJson, messagesOf, readSpans, summaryCalls, type J
  */
 const WINDOW = 8192;
 const ON = { GUARDIAN_PRECOMPACT_THRESHOLD: '0.8', GUARDIAN_RESERVE_OUTPUT: '4096' };
+/**
+ * A summary slow enough that the next turn comes while a background one is under way, however busy the machine. The
+ * calls counted depend on the session's state, not on this: 150 ms, 1 s and 3 s all gave 17 and 17 (and before the
+ * fix, 17 and 25 at 150 ms).
+ */
+const SLOW_SUMMARY_MS = 1000;
 
 function userTurn(turn: number): string {
   return `Step ${turn} of the billing migration: ${filler(turn, 300)}`;
@@ -132,6 +138,29 @@ describe('two replicas sharing Redis and one span volume', () => {
     }
   });
 
+  // The audit's A/B (issue 30 item 7): with turns alternating between two replicas and each background summary still
+  // under way when the next turn arrives, two replicas made 25 summariser calls where one made 17.
+  it('makes no more summariser calls with turns alternating between two replicas than one replica makes', async () => {
+    const one = await startStack({ stub: { window: WINDOW, summaryDelayMs: SLOW_SUMMARY_MS }, env: env() });
+    let single: number;
+    try {
+      single = await alternating([one], 30);
+    } finally {
+      await one.close();
+    }
+    const shared = env();
+    const a = await startStack({ stub: { window: WINDOW, summaryDelayMs: SLOW_SUMMARY_MS }, env: shared });
+    const b = await startStack({ stub: { window: WINDOW, summaryDelayMs: SLOW_SUMMARY_MS }, env: shared });
+    try {
+      const two = await alternating([a, b], 30);
+      expect(single).toBeGreaterThan(0);
+      expect(two).toBe(single);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('starts no second background summary of a session while the other replica makes one', async () => {
     const shared = env();
     const a = await startStack({ stub: { window: WINDOW }, env: shared });
@@ -176,6 +205,23 @@ describe('two replicas sharing Redis and one span volume', () => {
     }
   });
 });
+
+/**
+ * A session whose turns alternate over `replicas` (one replica: every turn to it), sent back to back as a person
+ * working fast does: a turn's background summary (SLOW_SUMMARY_MS at the stub) is still under way when the next turn
+ * arrives, at the other replica. Returns the summariser calls of all replicas once their jobs have settled.
+ */
+async function alternating(replicas: readonly Stack[], turns: number): Promise<number> {
+  const history: ChatCompletionMessageParam[] = [{ role: 'system', content: 'You are a careful engineer.' }];
+  for (let t = 1; t <= turns; t++) {
+    history.push({ role: 'user', content: userTurn(t) });
+    const s = replicas[(t - 1) % replicas.length]!;
+    const res = await client(s).chat.completions.create({ model: 'stub-model', messages: history });
+    history.push({ role: 'assistant', content: res.choices[0]?.message.content ?? '' });
+  }
+  await idle(replicas);
+  return replicas.reduce((n, s) => n + summaryCalls(s.stub).length, 0);
+}
 
 /** Background jobs this sidecar has settled, whatever the outcome (or declined as busy). */
 async function settled(s: Stack): Promise<number> {

@@ -8,6 +8,7 @@ module.exports = {
   roots: ['<rootDir>/test/deploy'],
   testMatch: ['**/*.spec.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest'] },
-  testTimeout: 60000,
+  // A hang guard, not a verdict (as the root config): a busy machine renders charts slowly, never wrongly.
+  testTimeout: 15 * 60_000,
   maxWorkers: 2,
 };

@@ -1,10 +1,15 @@
+import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { startStub, type StubBackend } from '@guardian/stub-backend';
 
+import { filler } from '../compaction/support';
+import { until as untilHolds } from '../support/wait';
 import { startSidecarProcess, type SidecarProcess } from './support/sidecar-process';
 import { mountTmpfs, type Tmpfs } from './support/tmpfs';
-import { PATHS } from './support/traffic';
+import { PATHS, type Route } from './support/traffic';
 
 // SIGTERM during a rollout (issue 30 item 1): with two long SSE streams open, a new request 1 s later was refused
 // (connection refused, /readyz too) and both streams were cut at the 25 s grace with no [DONE] and no error event.
@@ -206,5 +211,122 @@ describe('SIGTERM with long SSE streams open (a rollout)', () => {
     expect(JSON.parse(openaiError![1]!)).toMatchObject({ error: { code: 'GUARDIAN_SHUTTING_DOWN' } });
 
     expect(await sidecar.exited).toEqual({ code: 0, signal: null });
-  }, 180_000);
+  });
+});
+
+// The same shutdown, for streams guardian itself still keeps waiting: keep-alive has sent the status line and its
+// frames (issue 28 item 2) while a summary is under way, and the upstream has not answered yet. Such a stream was
+// not followed by shutdown (only answers piped from the upstream were), so at the grace's end it was cut with its
+// frames and no error event. The summaries are held by the stub for the whole test: whatever the grace, the streams
+// are still waiting when it ends, so no clock decides the verdict.
+describe('SIGTERM while guardian keeps streams alive waiting on a summary', () => {
+  let stub: StubBackend;
+  let dataDir: string;
+  let sidecar: SidecarProcess;
+  let summaries: { release(): void } | undefined;
+  beforeAll(async () => {
+    stub = await startStub({ window: 8192 });
+    summaries = stub.holdSummaries();
+    dataDir = await mkdtemp(join(tmpdir(), 'cg-waiting-'));
+    sidecar = await startSidecarProcess({
+      GUARDIAN_UPSTREAM_URL: stub.baseUrl,
+      GUARDIAN_DATA_DIR: dataDir,
+      GUARDIAN_RESERVE_OUTPUT: '1024',
+      GUARDIAN_KEEPALIVE_MS: '20',
+      GUARDIAN_SHUTDOWN_DRAIN_SECONDS: '0',
+      GUARDIAN_SHUTDOWN_GRACE_SECONDS: '1',
+    });
+  });
+  afterAll(async () => {
+    summaries?.release();
+    sidecar?.kill('SIGKILL');
+    await sidecar?.exited;
+    await stub?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  /** Over the 6,963-token budget (8192 window, reserve 1024), under the stub's window: a summary compacts it. */
+  function overBudget(route: Route, seed: number): unknown {
+    const turns: { role: string; content: string }[] = [];
+    for (let t = 1; t <= 11; t++) {
+      turns.push({ role: 'user', content: `Notes ${seed}.${t}:\n${filler(seed * 100 + t, 330)}` });
+      turns.push({ role: 'assistant', content: `Reviewed ${t}.` });
+    }
+    turns.push({ role: 'user', content: 'What next?' });
+    if (route === 'messages') return { model: 'stub-model', max_tokens: 64, stream: true, messages: turns };
+    if (route === 'responses') return { model: 'stub-model', stream: true, input: turns };
+    return { model: 'stub-model', stream: true, messages: turns };
+  }
+
+  it('ends each one with its route error event at the grace, never a cut, and exits 0', async () => {
+    const url = sidecar.url;
+    const frames: Record<Route, string> = {
+      messages: 'event: ping\ndata: {"type": "ping"}\n\n',
+      chat: ': keep-alive\n\n',
+      responses: ': keep-alive\n\n',
+    };
+    const routes: Route[] = ['messages', 'chat', 'responses'];
+    const readings = await Promise.all(
+      routes.map(async (route, i) => {
+        const res = await fetch(`${url}${PATHS[route]}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(overBudget(route, i + 1)),
+        });
+        // The status line came before any upstream answer: keep-alive sent it (the summary is held).
+        expect({ route, status: res.status, keepAlive: res.headers.get('x-guardian-keep-alive') }).toEqual({
+          route,
+          status: 200,
+          keepAlive: '20',
+        });
+        const reading = { route, text: '', cut: false, ended: false };
+        const decoder = new TextDecoder();
+        void (async () => {
+          try {
+            for await (const chunk of res.body!)
+              reading.text += decoder.decode(chunk as Uint8Array, { stream: true });
+          } catch {
+            reading.cut = true;
+          }
+          reading.ended = true;
+        })();
+        await untilHolds(`a keep-alive frame on ${route}`, () => reading.text.includes(frames[route]));
+        return reading;
+      }),
+    );
+    // Each is now waiting on its summary, which the stub holds.
+    await untilHolds(
+      'a summary asked for each stream',
+      () => stub.requests.filter((r) => r.isSummary).length >= 3,
+    );
+
+    sidecar.kill('SIGTERM');
+    await untilHolds('the three streams to end', () => readings.every((r) => r.ended));
+    for (const r of readings) {
+      // Frames only, then the route's own error event and a clean end of the body.
+      expect({ route: r.route, cut: r.cut }).toEqual({ route: r.route, cut: false });
+      const frame = frames[r.route];
+      const named = r.route !== 'chat';
+      const error = r.text.slice(r.text.lastIndexOf(frame) + frame.length);
+      expect(
+        r.text
+          .slice(0, r.text.length - error.length)
+          .split(frame)
+          .every((x) => x === ''),
+      ).toBe(true);
+      const m = (named ? /^event: error\ndata: (.+)\n\n$/ : /^data: (\{"error".+)\n\n$/).exec(error);
+      expect({ route: r.route, error: m ? (JSON.parse(m[1]!) as unknown) : error }).toMatchObject({
+        route: r.route,
+        error: { error: { code: 'GUARDIAN_SHUTTING_DOWN' } },
+      });
+    }
+    // The work behind them was given up (the summaries are still held): nothing kept the process from exiting.
+    expect(await sidecar.exited).toEqual({ code: 0, signal: null });
+    // Nothing went upstream but the summaries: no request was forwarded after its client was told it failed.
+    expect(
+      stub.requests.filter(
+        (r) => !r.isSummary && !['window', 'tokenize', 'count_tokens'].includes(r.route ?? ''),
+      ),
+    ).toEqual([]);
+  });
 });

@@ -135,7 +135,6 @@ describe('faults in the upstream and the summariser', () => {
         got.reduce((n, r) => n + r.sent - (r.outcomes.get('ok') ?? 0), 0),
       );
     },
-    300_000,
   );
 
   it('passes an error answer over 1 MB to the client as the upstream sent it (defect 4)', async () => {

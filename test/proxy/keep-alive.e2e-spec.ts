@@ -243,3 +243,104 @@ describe("keep-alive, then guardian's own error after the status line (issue 28 
     expect(wire.text.endsWith(`${data!}\n\n`)).toBe(true);
   });
 });
+
+// Issue 30 item 12: when the newest message must be cut, the client is told in `X-Guardian-Newest-Cut`; but a streamed
+// request that waited on a summary had its head sent early by keep-alive, and the header was lost (14 cuts evented, 0
+// headers). The same words now come as an SSE comment line before the answer, which every SDK skips. The summary is
+// held until a keep-alive frame has reached the client, so the head is out before the cut is known, on every run.
+describe('keep-alive, then a newest message that had to be cut (issue 30 item 12)', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({
+      stub: { flavor: 'vllm', window: 8192 },
+      env: { GUARDIAN_RESERVE_OUTPUT: '1024', GUARDIAN_KEEPALIVE_MS: '20' },
+    });
+  });
+  afterAll(() => stack.close());
+  afterEach(() => stack.stub.reset());
+
+  /** The usual history, then a newest message that alone does not fit beside it: a summary, then the cut. */
+  const withPaste = (seed: number): { role: 'user' | 'assistant'; content: string }[] => {
+    const history = turns(seed).slice(0, -1);
+    return [...history, { role: 'user', content: `Review this log.\n${filler(seed * 1000, 6000)}` }];
+  };
+
+  it.each(cases)(
+    '%s: the cut comes as an SSE comment before the answer, and the SDK reads the answer whole',
+    async (route, frame, seed) => {
+      const hold = stack.stub.holdNextSummary();
+      const wire = new Wire();
+      const messages = withPaste(seed + 20);
+      const done = (async () => {
+        try {
+          if (route === 'messages') {
+            const client = new Anthropic({
+              baseURL: stack.guardian.url,
+              apiKey: 'local',
+              fetch: wire.fetch,
+              maxRetries: 0,
+            });
+            const stream = await client.messages.create({
+              model: 'stub-model',
+              max_tokens: 64,
+              stream: true,
+              messages,
+            });
+            let text = '';
+            for await (const e of stream)
+              if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') text += e.delta.text;
+            return { text };
+          }
+          const client = new OpenAI({
+            baseURL: stack.baseURL,
+            apiKey: 'local',
+            fetch: wire.fetch,
+            maxRetries: 0,
+          });
+          if (route === 'chat') {
+            const stream = await client.chat.completions.create({
+              model: 'stub-model',
+              stream: true,
+              messages,
+            });
+            let text = '';
+            for await (const c of stream) text += c.choices[0]?.delta.content ?? '';
+            return { text };
+          }
+          const stream = await client.responses.create({
+            model: 'stub-model',
+            stream: true,
+            input: messages,
+          });
+          let text = '';
+          for await (const e of stream) if (e.type === 'response.output_text.delta') text += e.delta;
+          return { text };
+        } catch (error) {
+          return { error };
+        }
+      })();
+      await hold.received;
+      await until('a keep-alive frame at the client', () => wire.text.includes(frame));
+      hold.release();
+      const out = await done;
+      expect(out).toHaveProperty('text');
+      expect((out as { text: string }).text.length).toBeGreaterThan(0);
+      // Frames, then the comment with what the header would have said, then the answer's first event.
+      const comment =
+        /^: x-guardian-newest-cut: (omitted_tokens=[1-9]\d*; original_tokens=[1-9]\d*; span=\S+)\n\n/m.exec(
+          wire.text,
+        );
+      expect(comment).not.toBeNull();
+      const before = wire.text.slice(0, comment!.index);
+      expect(before.split(frame).every((x) => x === '')).toBe(true);
+      // The newest message was cut, as the event says too.
+      const events = (await (await fetch(`${stack.guardian.url}/guardian/events`)).json()) as {
+        events: { kind: string }[];
+      };
+      expect(events.events.filter((e) => e.kind === 'newest_cut').length).toBeGreaterThan(0);
+      const sent = forwarded(stack.stub);
+      expect(sent).toHaveLength(1);
+      expect(sent[0]!.body.toString('utf8')).not.toContain(filler((seed + 20) * 1000, 6000));
+    },
+  );
+});

@@ -89,7 +89,8 @@ export class ReadinessProxy {
         agent: false,
       },
       (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        // Which replica answered, for a test that follows one replica's streams (a Service says nothing of it).
+        res.writeHead(answer.statusCode ?? 502, { ...answer.headers, 'x-routed-to': backend.url.origin });
         answer.pipe(res);
         // Cut mid-answer: the client's stream ends without its last event, which the test reads as truncated.
         answer.on('error', () => res.destroy());

@@ -72,6 +72,8 @@ export interface StatsAnswer {
   summariser_calls: number;
   precompact: { done: number; used: number; failed: number; running: number; wasted: number };
   summary_waits: number;
+  /** Writes still running behind answers already sent (span commits, log lines, hand-offs); 0 once on the volume. */
+  behind: number;
   summariser_circuits: Record<
     string,
     { state: 'closed' | 'open' | 'half_open'; failures: number; retry_at: string | null }

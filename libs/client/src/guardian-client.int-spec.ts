@@ -29,6 +29,7 @@ const STATS_KEYS: Record<keyof StatsAnswer, true> = {
   summariser_calls: true,
   precompact: true,
   summary_waits: true,
+  behind: true,
   summariser_circuits: true,
   summary_wait_seconds: true,
   oversized_spills: true,

@@ -56,6 +56,7 @@ export function rebuildInput(ctx: BlockContext, block: BlockSource | undefined):
     fixedChars: ctx.fixedChars,
     counter: ctx.counter,
     budget: ctx.budget.budget,
+    newestBudget: ctx.budget.whole,
     ceiling: answerCeiling(ctx.budget),
     pinsBy: ctx.pinsBy,
   };

@@ -46,7 +46,7 @@ describe('marginedBudget', () => {
 
   it('holds back a tenth of the budget while the estimate is unproven, nothing after', () => {
     expect(UNPROVEN_ESTIMATE_MARGIN).toBe(0.1);
-    expect(marginedBudget(full, true)).toEqual({ ...full, budget: Math.floor(24576 * 0.9) });
+    expect(marginedBudget(full, true)).toEqual({ ...full, budget: Math.floor(24576 * 0.9), whole: 24576 });
     expect(marginedBudget(full, false)).toBe(full);
   });
 });

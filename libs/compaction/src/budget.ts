@@ -22,7 +22,11 @@ export const UNPROVEN_ESTIMATE_MARGIN = 0.1;
 /** The budget to compact against: the whole budget once the count is proven, less the margin before. */
 export function marginedBudget(budget: BudgetInfo, unproven: boolean): BudgetInfo {
   if (!unproven) return budget;
-  return { ...budget, budget: Math.max(1, Math.floor(budget.budget * (1 - UNPROVEN_ESTIMATE_MARGIN))) };
+  return {
+    ...budget,
+    budget: Math.max(1, Math.floor(budget.budget * (1 - UNPROVEN_ESTIMATE_MARGIN))),
+    whole: budget.whole ?? budget.budget,
+  };
 }
 
 /** What the upstream said when it refused a request as too long (either may be missing: Ollama says neither). */

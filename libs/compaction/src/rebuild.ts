@@ -21,6 +21,13 @@ export interface RebuildInput {
   /** Input budget in tokens. */
   budget: number;
   /**
+   * The newest typed message is cut only when the request is over this: the whole budget where `budget` holds back a
+   * margin for an unproven estimate. That margin is insurance against an undercount, paid by older messages (cut,
+   * previewed), never by the message being asked, which an exact count would forward whole (issue 30 item 8); once
+   * the newest must be cut, it is cut to `budget`. Absent: `budget`.
+   */
+  newestBudget?: number;
+  /**
    * The most the request may take when the budget cannot be met because the client's own part (instructions,
    * tools) leaves the newest message no room under it: the window less the least room an answer needs
    * (answerCeiling). The newest message is then cut to fit this instead of being forwarded whole over the window
@@ -121,12 +128,16 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
     body -= t - (room + overhead);
   }
   const m = newest === undefined ? undefined : messages[newest];
+  // The newest message is cut only when the request is over the whole budget: an unproven estimate's margin is taken
+  // from older messages, never from it (it would be forwarded whole on an exact count). Once it must be cut, it is
+  // cut to the margined budget, so the request fits even where the estimate ran low (issue 30 item 8, ADR 0003).
+  const newestCut = total() > Math.max(budget, input.newestBudget ?? budget);
   // Against the budget first; only where the fixed part leaves the newest message no useful room under the budget,
   // against the ceiling, so that what is forwarded still fits the window with room to answer.
   for (const limit of input.ceiling !== undefined && input.ceiling > budget
     ? [budget, input.ceiling]
     : [budget]) {
-    if (newest === undefined || !m?.spillable || total() <= limit) break;
+    if (!newestCut || newest === undefined || !m?.spillable || total() <= limit) break;
     const t = messageTokens(m, counter);
     const least = MIN_SPILL_ROOM_TOKENS + reserve(newest);
     // Worth cutting only if the room would reach the least useful once every pin is shed; the pins then go last,

@@ -28,6 +28,12 @@ export interface BudgetInfo {
   window: number;
   /** min(floor(window x threshold), window - reserve): ARCHITECTURE.md#compaction. */
   budget: number;
+  /**
+   * The budget before the margin an unproven estimate holds back (marginedBudget); absent when none is held. The
+   * newest message is cut only past this: the margin is taken from older messages, never from the one being asked
+   * (issue 30 item 8, RebuildInput.newestBudget).
+   */
+  whole?: number;
   /** The reserve actually applied (clamped to half the window when it is not below it). */
   reserve: number;
   reserveClamped: boolean;

@@ -59,7 +59,7 @@ export const envSchema = z.object({
   GUARDIAN_UPSTREAM_CONNECT_TIMEOUT: z.coerce.number().positive().default(10),
   GUARDIAN_KEEPALIVE_MS: int(3000),
   GUARDIAN_SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).default(5),
-  GUARDIAN_SHUTDOWN_GRACE_SECONDS: z.coerce.number().positive().default(25),
+  GUARDIAN_SHUTDOWN_GRACE_SECONDS: z.coerce.number().positive().default(60),
   GUARDIAN_MAX_BODY_BYTES: int(67108864, 1024),
   GUARDIAN_DATA_DIR: optionalText,
   GUARDIAN_SPAN_DIR: optionalText,

@@ -91,4 +91,29 @@ describe('stub-backend program', () => {
     gone.abort();
     expect(await answer).toBe('aborted');
   });
+
+  it('spreads a streamed answer over STUB_STREAM_MS: the first event at once, the stream open after it', async () => {
+    const stub = running(await runStubCli([], io({ STUB_PORT: '0', STUB_STREAM_MS: '600000' })));
+    started.push(stub);
+    const gone = new AbortController();
+    const res = await fetch(`${stub.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'stub-model',
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+      signal: gone.signal,
+    });
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    // One event, and the rest still to come: ten minutes is far beyond any machine's stall.
+    expect(first).toMatch(/^data: \{.*\}\n\n$/);
+    expect(first).not.toContain('[DONE]');
+    expect(stub.requests[0]?.aborted).toBe(false);
+    gone.abort();
+    await reader.read().catch(() => undefined);
+    while (stub.requests[0]?.aborted !== true) await new Promise((r) => setTimeout(r, 20));
+  });
 });

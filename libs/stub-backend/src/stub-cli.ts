@@ -26,6 +26,7 @@ const optionsSchema = z.object({
   model: z.string().min(1),
   answer: z.enum(ANSWER_MODES),
   latencyMs: z.coerce.number().int().min(0),
+  streamMs: z.coerce.number().int().min(0),
 });
 
 const NAME = 'stub-backend';
@@ -73,6 +74,13 @@ export async function runStubCli(argv: string[], io: StubCliIo): Promise<StubCli
       new Option('--latency-ms <ms>', 'wait this long before answering each request').default(
         io.env.STUB_LATENCY_MS ?? '0',
       ),
+    )
+    .addOption(
+      // A long streamed answer for the deploy checks: one still streaming when its sidecar is stopped (issue 30).
+      new Option(
+        '--stream-ms <ms>',
+        'spread each streamed answer over this long (first event at once)',
+      ).default(io.env.STUB_STREAM_MS ?? '0'),
     )
     .helpOption('-h, --help', 'show this help')
     .exitOverride()

@@ -24,6 +24,7 @@ const optionsSchema = z.object({
   tokenizeTools: z.boolean().default(true),
   countTokensEndpoint: z.boolean().default(true),
   latencyMs: z.number().int().min(0).default(0),
+  streamMs: z.number().int().min(0).default(0),
   summaryDelayMs: z.number().int().min(0).default(0),
   shortSummaries: z.boolean().default(false),
   fabricatedSummaries: z.boolean().default(false),
@@ -46,6 +47,7 @@ export interface ResolvedOptions {
   tokenizeTools: boolean;
   countTokensEndpoint: boolean;
   latencyMs: number;
+  streamMs: number;
   summaryDelayMs: number;
   shortSummaries: boolean;
   fabricatedSummaries: boolean;

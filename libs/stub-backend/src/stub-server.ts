@@ -209,7 +209,7 @@ class StubServer implements StubBackend {
         if (gone.signal.aborted) return;
       }
       if (answer.kind === 'json') return this.sendJson(res, record, answer);
-      return this.sendEvents(res, record, answer.events);
+      return this.sendEvents(res, record, answer.events, wait);
     }
     if (record.method === 'POST' && pathname === '/v1/messages/count_tokens' && options.countTokensEndpoint) {
       record.route = 'count_tokens';
@@ -280,13 +280,31 @@ class StubServer implements StubBackend {
     res.end(text);
   }
 
-  /** Writes an SSE answer; with a pending hold, event 1 goes out alone and the rest waits for `release()`. */
-  private async sendEvents(res: ServerResponse, record: RecordedRequest, events: string[]): Promise<void> {
+  /**
+   * Writes an SSE answer; with a pending hold, event 1 goes out alone and the rest waits for `release()`. With
+   * `streamMs`, the events are spread over that long (a caller that hangs up ends it).
+   */
+  private async sendEvents(
+    res: ServerResponse,
+    record: RecordedRequest,
+    events: string[],
+    wait: (ms: number) => Promise<boolean>,
+  ): Promise<void> {
     if (res.destroyed) return;
     record.status = 200;
     record.answeredAt = performance.now();
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
     const hold = this.pendingHolds.shift();
+    if (!hold && this.options.streamMs > 0 && events.length > 1) {
+      const gap = this.options.streamMs / (events.length - 1);
+      res.write(events[0]);
+      for (const event of events.slice(1)) {
+        if (!(await wait(gap)) || res.destroyed) return;
+        res.write(event);
+      }
+      res.end();
+      return;
+    }
     if (!hold) {
       res.end(events.join(''));
       return;

@@ -40,6 +40,11 @@ export interface StubOptions {
   reply?: (req: RecordedRequest) => StubReply | undefined;
   /** Milliseconds added before every answer. Default 0. */
   latencyMs?: number;
+  /**
+   * Milliseconds a streamed (SSE) answer takes: its first event goes out at once, the last this long after, the rest
+   * spread evenly between them, as a model generating a long answer does. Default 0 (all events at once).
+   */
+  streamMs?: number;
   /** Milliseconds added before answering a summary request (recognised by its marker); 0 by default. */
   summaryDelayMs?: number;
   /** Answer every summary request with "Ok." (under GUARDIAN_MIN_SUMMARY_CHARS), as a model that cannot summarise. */

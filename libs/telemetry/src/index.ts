@@ -15,6 +15,7 @@ export {
   type PrecompactOutcome,
   type RequestOutcome,
   type Route,
+  type SummaryRefusalReason,
   type UsageSample,
 } from './metrics';
 export { packageVersion } from './package-version';

@@ -98,6 +98,11 @@ export const NATIVE_ROUTES = ['messages', 'responses'] as const;
  * names the span only), or refused: `invalid` (does not verify) or `foreign` (another developer's, team mode).
  */
 export const NATIVE_HANDLE_OUTCOMES = ['memo', 'block', 'rebuilt', 'lost', 'invalid', 'foreign'] as const;
+/**
+ * Why a summariser's answer was refused as not a summary: no `## Must Keep` section, a transcript line no real turn
+ * holds, larger than what it replaces. The guardian app's `SummaryRefusal` is checked against this list at compile time.
+ */
+export const SUMMARY_REFUSAL_REASONS = ['no_must_keep', 'invented_line', 'too_large'] as const;
 /** Why guardian refused a request at the door in team mode (ARCHITECTURE.md#access). */
 export const ACCESS_REFUSAL_REASONS = ['token_required', 'token_invalid'] as const;
 /**
@@ -153,6 +158,7 @@ export type NativeEntry = (typeof NATIVE_ENTRIES)[number];
 export type NativeOutcome = (typeof NATIVE_OUTCOMES)[number];
 export type NativeRoute = (typeof NATIVE_ROUTES)[number];
 export type NativeHandleOutcome = (typeof NATIVE_HANDLE_OUTCOMES)[number];
+export type SummaryRefusalReason = (typeof SUMMARY_REFUSAL_REASONS)[number];
 
 const NAMES = {
   requests: 'guardian_requests_total',
@@ -534,7 +540,9 @@ export class GuardianMetrics {
   // Every series whose labels come from a closed set is created at 0, so `/metrics` shows it before the first
   // event and `increase()`/`rate()` see the first one: a series born at its first value has no earlier sample to
   // compare, and the dashboard's "Tokens kept out" read 0 on a fresh pod (issue 30 item 3; Prometheus docs,
-  // "Avoid missing metrics"). Only `version` on guardian_build_info is left out: it has one value, set above.
+  // "Avoid missing metrics"). Left out: `version` on guardian_build_info (one value, set above), `model` on
+  // guardian_backend_truncation_total (the clients' names, bounded at run time), and the usage gauges, which are set
+  // afresh from the logs at each scrape (a gauge is read as it stands, never through increase()).
   private preInitialise(): void {
     for (const stage of FAIL_OPEN_STAGES) this.failOpen.inc({ stage }, 0);
     for (const route of ROUTES) {
@@ -543,6 +551,9 @@ export class GuardianMetrics {
     for (const route of COMPACTING_ROUTES) {
       for (const reason of COMPACTION_REASONS) this.compactions.inc({ route, reason }, 0);
       this.oversizedSpills.inc({ route }, 0);
+      this.toolResultsCleared.inc({ route }, 0);
+      this.staleRecalls.inc({ route }, 0);
+      this.staleRecallExcerpts.inc({ route }, 0);
       for (const outcome of RECOVERY_OUTCOMES) this.overflowRecoveries.inc({ route, outcome }, 0);
       for (const histogram of [
         this.tokensBefore,
@@ -559,6 +570,7 @@ export class GuardianMetrics {
     for (const op of MEMO_OPS) this.memoErrors.inc({ op }, 0);
     for (const reason of ARCHIVE_FAILURE_REASONS) this.archiveWriteFailures.inc({ reason }, 0);
     for (const outcome of SUMMARISER_OUTCOMES) this.summariserDuration.zero({ outcome });
+    for (const reason of SUMMARY_REFUSAL_REASONS) this.summariesRefused.inc({ reason }, 0);
     for (const outcome of PRECOMPACT_OUTCOMES) this.precompact.inc({ outcome }, 0);
     for (const reason of SESSION_HEADER_IGNORED_REASONS) this.sessionHeaderIgnored.inc({ reason }, 0);
     for (const kind of USAGE_SIDE_KINDS) this.usageSideRequests.inc({ kind }, 0);

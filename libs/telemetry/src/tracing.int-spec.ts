@@ -47,9 +47,13 @@ function runChild(env: NodeJS.ProcessEnv): Promise<void> {
     execFile(
       process.execPath,
       ['-e', CHILD, join(__dirname, 'tracing.ts')],
-      { cwd: join(__dirname, '..', '..', '..'), env, timeout: 30_000 },
+      // A hang guard, never a verdict (test/support/wait.ts MUST_COME_MS): the child loads the OpenTelemetry SDK and
+      // compiles tracing.ts on the fly, seconds on a busy machine.
+      { cwd: join(__dirname, '..', '..', '..'), env, timeout: 5 * 60_000 },
       (err, _stdout, stderr) =>
-        err ? reject(new Error(`child failed: ${stderr}`, { cause: err })) : resolve(),
+        err
+          ? reject(new Error(`child ${err.killed ? 'hung' : 'failed'}: ${stderr}`, { cause: err }))
+          : resolve(),
     );
   });
 }

@@ -153,18 +153,19 @@ stream_to() {
   ' "$@"
 }
 
-# issue 30 item 1: `docker compose stop` with an answer in flight. guardian drains (5 s), closes its listener, lets
-# the answer finish within its grace, and exits 0 inside compose's stop_grace_period: the answer is whole. Before,
-# docker's 10 s default killed it (exit 137) with the stream cut.
+# issue 30 item 1: `docker compose stop` with a 40 s stream in flight. guardian drains (5 s), closes its listener,
+# lets the stream finish within its 60 s grace, and exits 0 inside compose's 65 s stop_grace_period: the answer is
+# whole (ADR 0121). Before, docker's 10 s default killed it (exit 137) with the stream cut, and then the 25 s grace
+# ended a 40 s stream with an error event.
 check_compose_stop() {
-  section "compose: docker compose stop with an answer in flight"
+  section "compose: docker compose stop with a 40 s stream in flight"
   local name="$CG_RUN_ID-stop" port answer="$CG_LOGS/compose-stop-answer.txt" pid rc t0 id code
   CG_COMPOSE_DIR="$(compose_project "$name")"
   port="$(free_port)"
   on_exit "(cd $CG_COMPOSE_DIR && docker compose down -v --remove-orphans); rm -rf $(dirname "$CG_COMPOSE_DIR")"
-  # The vLLM stand-in answers each request 8 s late: past guardian's 5 s drain, so the answer is still in flight
-  # when the listener closes, and well inside the 25 s grace.
-  printf 'services:\n  vllm:\n    environment:\n      STUB_LATENCY_MS: "8000"\n' >"$CG_COMPOSE_DIR/slow-upstream.yml"
+  # The vLLM stand-in spreads each streamed answer over 40 s, the issue's streams: its first event at once, its last
+  # 40 s later. Stopped once the first event is in, guardian has the whole 40 s still to stream.
+  printf 'services:\n  vllm:\n    environment:\n      STUB_STREAM_MS: "40000"\n' >"$CG_COMPOSE_DIR/slow-upstream.yml"
   set_env "$CG_COMPOSE_DIR" COMPOSE_FILE docker-compose.yml:slow-upstream.yml
   set_env "$CG_COMPOSE_DIR" MODEL cg-live
   set_env "$CG_COMPOSE_DIR" MAX_MODEL_LEN 4096
@@ -173,19 +174,19 @@ check_compose_stop() {
   set_env "$CG_COMPOSE_DIR" GUARDIAN_PUBLISH_PORT "$port"
   set_env "$CG_COMPOSE_DIR" HF_TOKEN hf_cglive_not_a_real_token
   compose_up stop || { cleanup_now; return; }
-  # The first answer also detects the window (one more slow request); the one under test then waits only on its own.
-  stream_to "$answer" "http://127.0.0.1:$port" cg-live || { fail "stop: the first streamed answer failed: $(head -c 300 "$answer")"; cleanup_now; return; }
   stream_to "$answer" "http://127.0.0.1:$port" cg-live & pid=$!
-  # Sent well before the stop; arriving late it would still be taken during the drain.
-  sleep 2
+  # The stop comes when the answer has begun (a wait on the event; 120 s only guards against a hang).
+  if ! wait_until 120 grep -q '^data: ' "$answer"; then
+    fail "stop: the streamed answer did not begin: $(head -c 300 "$answer")"; kill "$pid" 2>/dev/null; cleanup_now; return
+  fi
   t0=$(now_ms)
   dc stop guardian >"$CG_LOGS/compose-stop.log" 2>&1; rc=$?
   id="$(dc ps -aq guardian)"; code="$(docker inspect -f '{{.State.ExitCode}}' "$id")"
   check "stop: docker compose stop guardian exits 0 (after $(secs_since "$t0") s)" test "$rc" -eq 0
   check "stop: the guardian container exited 0, not killed (exit $code)" test "$code" -eq 0
-  if wait "$pid"; then ok "stop: the answer in flight came back 200"; else fail "stop: the answer in flight failed"; fi
-  check "stop: the answer is whole (data: [DONE], no error event): $(wc -c <"$answer") bytes" \
+  if wait "$pid"; then ok "stop: the stream in flight came back 200"; else fail "stop: the stream in flight failed"; fi
+  check "stop: the stream is whole (data: [DONE], no error event): $(wc -c <"$answer") bytes" \
     bash -c 'grep -q "data: \[DONE\]" "$1" && ! grep -q "\"error\"" "$1"' _ "$answer"
-  CG_FIGURES+=("compose stop with an answer in flight: $(secs_since "$t0") s")
+  CG_FIGURES+=("compose stop with a 40 s stream in flight: $(secs_since "$t0") s")
   cleanup_now
 }

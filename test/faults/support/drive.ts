@@ -1,14 +1,16 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 
+import { MUST_COME_MS } from '../../support/wait';
 import type { Route } from './traffic';
 
 /**
  * What the client saw, as the official SDK reports it (no retries, so one request is one outcome):
  * `ok` a whole answer; `http <status>` an error answer; `broken` an answer that started and then failed;
- * `connection` no answer at all; `malformed` an answer the SDK could not parse.
+ * `connection` no answer at all; `malformed` an answer the SDK could not parse; `hung` nothing within the client's
+ * hang guard (MUST_COME_MS), which no fault may cause: the sidecar's own timeouts end every wait long before.
  */
-export type Outcome = 'ok' | 'broken' | 'connection' | 'malformed' | `http ${number}`;
+export type Outcome = 'ok' | 'broken' | 'connection' | 'malformed' | 'hung' | `http ${number}`;
 
 export interface Clients {
   openai: OpenAI;
@@ -16,9 +18,10 @@ export interface Clients {
 }
 
 export function clientsFor(baseURL: string, headers: Record<string, string> = {}): Clients {
-  // A long client timeout: the sidecar's own timeouts (GUARDIAN_UPSTREAM_TIMEOUT) are what is under test.
+  // The client's timeout is a hang guard, never a verdict: the sidecar's own timeouts (GUARDIAN_UPSTREAM_TIMEOUT) are
+  // what is under test, and a busy machine must not make a slow answer count as a failure (issue 30 item 9).
   // logLevel off: the SDKs log a malformed event they cannot parse, which the malformed-answer fault sends on purpose.
-  const common = { maxRetries: 0, timeout: 60_000, defaultHeaders: headers, logLevel: 'off' as const };
+  const common = { maxRetries: 0, timeout: MUST_COME_MS, defaultHeaders: headers, logLevel: 'off' as const };
   return {
     openai: new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'sk-faults', ...common }),
     anthropic: new Anthropic({ baseURL, apiKey: 'sk-ant-faults', ...common }),
@@ -26,6 +29,8 @@ export function clientsFor(baseURL: string, headers: Record<string, string> = {}
 }
 
 function classify(err: unknown, started: boolean): Outcome {
+  if (err instanceof OpenAI.APIConnectionTimeoutError || err instanceof Anthropic.APIConnectionTimeoutError)
+    return 'hung';
   if (err instanceof OpenAI.APIError || err instanceof Anthropic.APIError) {
     if (err.status !== undefined) return `http ${err.status}`;
     return started ? 'broken' : 'connection';

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { verifyArchive } from '@guardian/archive';
 import type { StubBackend } from '@guardian/stub-backend';
 
+import { until } from '../../support/wait';
 import { presentRefs } from './archive-check';
 import { clientsFor, sendTurn, type Outcome } from './drive';
 import { Conversation, ROUTES, namedSpanRefs, type Route } from './traffic';
@@ -187,8 +188,12 @@ export async function runFault(
     await fault.off();
   }
   await play('after', shape.after);
-  // Log lines and receipts are written behind the answer; give them a moment before the archive is read.
-  await new Promise((r) => setTimeout(r, 100));
+  // Span commits, log lines and receipts are written behind the answers: the archive is read once the sidecar says
+  // none is still running (every one was started before its answer ended, so none can start after this).
+  await until('the writes behind the answers', async () => {
+    const stats = (await (await fetch(`${ctx.baseURL}/guardian/stats`)).json()) as { behind?: unknown };
+    return stats.behind === 0;
+  });
   const counted = delta(countersBefore, await readCounters(ctx.baseURL), fault.name);
   const spanDir = join(ctx.dataDir, 'spans');
   const verdict = await verifyArchive({ spanDir }).then(

@@ -9,6 +9,11 @@ import { TranscriptFixture } from './testing/transcript-fixture';
 
 // The real process over real pipes, as Claude Code runs a command hook: JSON on stdin, exit code, stdout.
 const ROOT = resolve(__dirname, '..', '..', '..', '..');
+/**
+ * A hang guard, never a verdict (test/support/wait.ts MUST_COME_MS): spawnSync blocks the worker, so jest's own timeout
+ * could not end a hung child. A child compiled on the fly takes seconds on a busy machine; 15 s was a limit it hit.
+ */
+const HANG_GUARD_MS = 5 * 60_000;
 
 describe('context-guardian-claude-code as a process', () => {
   let root: string;
@@ -36,9 +41,10 @@ describe('context-guardian-claude-code as a process', () => {
           CLAUDE_CONFIG_DIR: join(root, '.claude'),
         },
         encoding: 'utf8',
-        timeout: 15_000,
+        timeout: HANG_GUARD_MS,
       },
     );
+    if (child.error) throw new Error(`the ${cmd} hook did not finish: a hang (${child.error.message})`);
     return { status: child.status, stdout: child.stdout };
   };
 

@@ -127,13 +127,17 @@ describe('context-guardian-statusline against a real HTTP server', () => {
     const dir = await mkdtemp(join(tmpdir(), 'cg-statusline-'));
     const hook = join(__dirname, '..', '..', '..', '..', 'test', 'support', 'swc-register.js');
     try {
-      const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const result = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
         const child = execFile(
           process.execPath,
           ['-r', hook, join(__dirname, 'main.ts'), '--url', s.url, '--format', 'claude'],
-          { timeout: 20_000 },
-          (error, stdout) =>
-            resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout }),
+          // A hang guard, never a verdict (test/support/wait.ts MUST_COME_MS): the child compiles main.ts on the fly,
+          // seconds on a busy machine. A child killed by it says so, rather than failing on its exit code.
+          { timeout: 5 * 60_000 },
+          (error, stdout) => {
+            if (error?.killed) reject(new Error(`the status line did not exit: a hang (${error.message})`));
+            else resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout });
+          },
         );
         child.stdin?.write('{"session_id":"abc"}'); // and never ended
       });

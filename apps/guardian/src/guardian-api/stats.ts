@@ -59,6 +59,7 @@ export async function buildStats(args: {
       wasted: Math.max(0, precompact.done - precompact.used),
     },
     summary_waits: state.summaryWaits,
+    behind: state.behind,
     // A model whose summaries keep failing is not asked for a while (issue 20); checkpoints stand in meanwhile.
     summariser_circuits: Object.fromEntries(
       [...state.summariserCircuits].map(([model, c]) => [

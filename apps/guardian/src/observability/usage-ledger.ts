@@ -2,6 +2,7 @@ import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
 import { UsageLog, type UsageLogInput } from '@guardian/archive';
 
+import { GuardianState } from '../state/guardian-state';
 import { FailOpen } from './fail-open';
 
 /**
@@ -16,11 +17,13 @@ export class UsageLedger implements OnModuleDestroy {
   constructor(
     private readonly log: UsageLog,
     private readonly failOpen: FailOpen,
+    private readonly state: GuardianState,
   ) {}
 
   later(line: UsageLogInput): void {
     const p = this.write(line).finally(() => this.pending.delete(p));
     this.pending.add(p);
+    this.state.trackBehind(p);
   }
 
   /** Lines still being written are written before the process stops (a graceful stop loses none). */

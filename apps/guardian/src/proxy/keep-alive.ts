@@ -28,16 +28,31 @@ const ERROR_BODY_LIMIT = 64 * 1024;
 export class KeepAlive {
   private timer: NodeJS.Timeout | undefined;
   private streamed: boolean | undefined;
+  /** Stops shutdown's following of the stream while guardian waits (OpenStreams.wait); set once committed. */
+  private unfollow: (() => void) | undefined;
   /** The status line and at least one frame have gone out. */
   committed = false;
+  private readonly route: OwnedRoute;
+  private readonly periodMs: number;
+  private readonly ownHeaders: Record<string, string>;
+  private readonly abandon: () => void;
 
   constructor(
     private readonly p: ProxiedRequest,
-    private readonly route: OwnedRoute,
-    private readonly periodMs: number,
-    /** Guardian's own headers known before the wait (a session header's warning): the early head carries them. */
-    private readonly ownHeaders: Record<string, string> = {},
-  ) {}
+    opts: {
+      route: OwnedRoute;
+      periodMs: number;
+      /** Guardian's own headers known before the wait (a session header's warning): the early head carries them. */
+      ownHeaders?: Record<string, string>;
+      /** Gives up the request's work (its upstream calls): shutdown ended the stream before the upstream answered. */
+      abandon?: () => void;
+    },
+  ) {
+    this.route = opts.route;
+    this.periodMs = opts.periodMs;
+    this.ownHeaders = opts.ownHeaders ?? {};
+    this.abandon = opts.abandon ?? (() => undefined);
+  }
 
   /** Starts counting the wait (again); a no-op with keep-alive off or already counting. */
   start(): void {
@@ -73,6 +88,11 @@ export class KeepAlive {
         'x-guardian-keep-alive': String(this.periodMs),
       });
       this.committed = true;
+      // From here the client holds a stream: shutdown ends it with the route's error event, not a cut (issue 30).
+      this.unfollow = this.p.streams.wait(this.p, () => {
+        this.stop();
+        this.abandon();
+      });
     }
     res.write(this.route === 'messages' ? ANTHROPIC_PING : SSE_COMMENT);
     this.start();
@@ -90,14 +110,22 @@ export class KeepAlive {
   /**
    * Relays an answer after the status line went out: an SSE answer is piped on (its head is dropped: the client has
    * one); anything else (an error status, a JSON body) is read and sent as the route's error event, the upstream's own
-   * error body unchanged when it is an error body an SDK understands (one with `error`).
+   * error body unchanged when it is an error body an SDK understands (one with `error`). Guardian's own headers that
+   * became known only after the head went out (`X-Guardian-Newest-Cut`) come first, as SSE comment lines.
    */
-  relayCommitted(upstream: UpstreamResponse, settle: (upstreamError: boolean) => void): void {
+  relayCommitted(
+    upstream: UpstreamResponse,
+    settle: (upstreamError: boolean) => void,
+    lateHeaders: Record<string, string> = {},
+  ): void {
     this.stop();
+    this.unfollow?.();
     const { res } = this.p;
     const type = upstream.headers['content-type'];
     const sse = typeof type === 'string' && type.startsWith('text/event-stream');
     if (upstream.status < 400 && sse) {
+      const told = headerComments(lateHeaders, this.ownHeaders);
+      if (told) res.write(told);
       upstream.body.pipe(res);
       this.p.streams.follow(this.p, upstream);
       upstream.body.once('end', () => settle(false));
@@ -118,6 +146,7 @@ export class KeepAlive {
   /** Ends the stream with the route's error event for a failure that left no upstream answer at all. */
   fail(err: unknown): void {
     this.stop();
+    this.unfollow?.();
     const { res } = this.p;
     if (!res.destroyed && !res.writableEnded) res.end(errorFrame(this.p, err));
   }
@@ -129,6 +158,19 @@ export class KeepAlive {
       status >= 400 ? `the upstream answered ${status}` : 'the upstream answered a stream with no stream';
     return errorFrame(this.p, new UpstreamError('UPSTREAM_BAD_RESPONSE', why, 502));
   }
+}
+
+/**
+ * Guardian's headers the early head could not carry, as one block of SSE comment lines ending in a blank line:
+ * `: x-guardian-newest-cut: omitted_tokens=N; original_tokens=M; span=<ref>`. Every SSE parser skips a comment
+ * (WHATWG HTML §9.2.6), the SDKs' included, so a client that does not look for it sees the answer as before; one that
+ * does reads the same text the header would have carried (issue 30 item 12). Empty when there is none.
+ */
+function headerComments(headers: Record<string, string>, sent: Record<string, string> = {}): string {
+  const lines = Object.entries(headers)
+    .filter(([name]) => !(name in sent))
+    .map(([name, value]) => `: ${name}: ${value.replace(/[\r\n]+/g, ' ')}\n`);
+  return lines.length === 0 ? '' : `${lines.join('')}\n`;
 }
 
 /** `text` as a JSON object, or undefined (an HTML error page, a cut body). */

@@ -97,7 +97,14 @@ export class ProxyService implements ProxyHandler {
     // Guardian's own waits send a streamed client keep-alive frames (issue 28 item 2); what goes upstream is the same.
     const warning: Record<string, string> =
       sessionHeader.kind === 'ignored' ? { 'x-guardian-warning': sessionHeader.warning } : {};
-    const alive = input && new KeepAlive(p, input.route, this.config.proxy.keepAliveMs, warning);
+    const alive =
+      input &&
+      new KeepAlive(p, {
+        route: input.route,
+        periodMs: this.config.proxy.keepAliveMs,
+        ownHeaders: warning,
+        abandon: () => gone.abort(),
+      });
     // A request whose size alone proves it fits is decided without parsing or waiting (ADR 0013).
     let request = input && this.compaction.fastPath(input);
     const own: RequestTiming = { upstreamWaitMs: 0 };
@@ -157,8 +164,9 @@ export class ProxyService implements ProxyHandler {
       this.reporter.logger.warn({ reqId: p.id, err: err.message }, 'upstream body failed mid-stream');
       res.destroy(err);
     });
-    if (res.destroyed) {
-      // The client went away while the upstream answered: the abort has fired; nothing is left to send.
+    if (res.destroyed || res.writableEnded) {
+      // The client went away while the upstream answered (the abort has fired), or shutdown ended the stream guardian
+      // was keeping alive: nothing is left to send.
       settle(false);
       body.destroy();
       return;
@@ -166,7 +174,7 @@ export class ProxyService implements ProxyHandler {
     res.once('close', () => settle(false));
     if (alive?.committed) {
       // The status line is out: the answer goes on without its head, a failure as the route's error event.
-      alive.relayCommitted(upstream, settle);
+      alive.relayCommitted(upstream, settle, exchange?.responseHeaders);
       if (exchange) exchange.observe(upstream);
       return;
     }

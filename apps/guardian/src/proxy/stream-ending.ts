@@ -20,10 +20,13 @@ export interface StreamedRequest {
   url: string;
 }
 
-/** One streamed answer being piped to its client. */
+/** One streamed answer being piped to its client, or one whose status line is out while guardian still waits. */
 interface OpenStream {
   p: StreamedRequest;
-  body: Readable;
+  /** The upstream's body piped to the client; absent while guardian itself keeps the stream alive (`wait`). */
+  body?: Readable;
+  /** Ends guardian's own wait for a stream ended before the upstream answered (KeepAlive's timer, the request's work). */
+  abandon?: () => void;
   /** The answer's bytes so far end where an event ends (a blank line), so a frame of ours can follow. */
   atEventEnd: boolean;
   /** The last bytes seen, for an event end split across two chunks. */
@@ -36,7 +39,8 @@ interface OpenStream {
  * error event instead of a cut connection (issue 30 item 1): a client sees the stream fail in words its SDK
  * understands (the Anthropic SDK throws on `event: error`, the OpenAI SDK on a data line carrying `error`), never a
  * truncated answer it may take for a whole one. Only answers of `text/event-stream` are followed; the proxy registers
- * each one where it pipes the upstream's body (`follow`).
+ * each one where it pipes the upstream's body (`follow`), and a stream whose status line keep-alive sent while
+ * guardian still waits (a summary, a count) from that moment (`wait`): it was cut without its error event before.
  */
 export class OpenStreams {
   private readonly open = new Set<OpenStream>();
@@ -55,6 +59,25 @@ export class OpenStreams {
       if (s.atEventEnd) s.ending?.();
     });
     p.res.once('close', () => this.open.delete(s));
+  }
+
+  /**
+   * Follows a stream whose status line and keep-alive frames are out while guardian's own work goes on (keep-alive.ts):
+   * every frame sent is a whole event, so an error event can follow at any moment. Shutdown ends it with that event and
+   * calls `abandon` (the request's work is given up: nobody is left to answer). Returns the call that stops following
+   * it, made when the upstream's answer is relayed (`follow` takes over) or the stream ends otherwise.
+   */
+  wait(p: StreamedRequest, abandon: () => void): () => void {
+    const s: OpenStream = { p, abandon, atEventEnd: true, tail: '' };
+    this.open.add(s);
+    const done = (): void => {
+      this.open.delete(s);
+    };
+    p.res.once('close', done);
+    return () => {
+      p.res.off('close', done);
+      done();
+    };
   }
 
   get size(): number {
@@ -84,16 +107,19 @@ export class OpenStreams {
       if (s.ending === undefined) return;
       s.ending = undefined;
       clearTimeout(waited);
-      s.body.unpipe(res);
+      const body = s.body;
+      body?.unpipe(res);
+      s.abandon?.();
       // An event cut in its middle is closed first, so the error frame is not read as part of it.
       res.end((s.atEventEnd ? '' : '\n\n') + errorFrame(s.p));
       // The upstream is let go once the client has the frame. Its body reports the abort as an error; that is
       // this shutdown's doing, not the upstream's, so it is heard here and not logged as a broken upstream.
-      res.once('close', () => {
-        s.body.removeAllListeners('error');
-        s.body.once('error', () => undefined);
-        s.body.destroy();
-      });
+      if (body)
+        res.once('close', () => {
+          body.removeAllListeners('error');
+          body.once('error', () => undefined);
+          body.destroy();
+        });
     };
     s.ending = finish;
     if (s.atEventEnd) finish();

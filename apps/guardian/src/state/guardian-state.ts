@@ -50,6 +50,7 @@ export class GuardianState {
   #tokensKeptOut = 0;
   #passthroughBySize = 0;
   #precompactRunning = 0;
+  #behind = 0;
   #summaryWaits = 0;
   #summaryWaitSeconds = 0;
   #upstreamStatus: 'ok' | 'down' | 'unknown' = 'unknown';
@@ -68,6 +69,22 @@ export class GuardianState {
   /** Forwarded on the size proof alone, never parsed (ADR 0013). */
   get passthroughBySize(): number {
     return this.#passthroughBySize;
+  }
+  /**
+   * Writes still running behind answers already sent: span commits, compaction-log, receipt and usage lines, hand-off
+   * files, journal appends. 0 once everything the answers so far left behind is on the volume (what a test waits for
+   * before it reads the archive, instead of a pause: issue 30 item 9).
+   */
+  get behind(): number {
+    return this.#behind;
+  }
+  /** Counts `work` as running behind an answer until it settles (either way: its own failure is reported by it). */
+  trackBehind(work: Promise<unknown>): void {
+    this.#behind += 1;
+    const done = (): void => {
+      this.#behind -= 1;
+    };
+    work.then(done, done);
   }
   /** Background pre-compactions running now (issue 14); the outcomes are guardian_precompact_total. */
   get precompactRunning(): number {

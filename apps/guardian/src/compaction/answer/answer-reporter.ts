@@ -81,6 +81,11 @@ export class AnswerReporter {
     this.metrics.usageSideRequests.inc({ kind });
   }
 
+  /** Work that goes on behind the answer (GuardianState.behind). */
+  behind(work: Promise<unknown>): void {
+    this.state.trackBehind(work);
+  }
+
   /** A write behind the answer failed (the usage record, the capture journal): the request is not affected. */
   behindFailed(
     stage: 'memo' | 'archive',

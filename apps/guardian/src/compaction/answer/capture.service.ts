@@ -52,6 +52,7 @@ export class CaptureService implements OnModuleDestroy {
         (err: unknown) => this.reporter.behindFailed('archive', 'journal_write', input.route, err),
       );
     this.queues.set(input.sessionHash, next);
+    this.reporter.behind(next);
     void next.then(() => {
       if (this.queues.get(input.sessionHash) === next) this.queues.delete(input.sessionHash);
     });

@@ -78,9 +78,11 @@ export class Exchange {
         tokens_out: this.observed.completionTokens ?? null,
       });
     const unread = this.request.fast ? { body: this.request.body, adapter: this.request.adapter } : undefined;
-    void bookkeeping
-      .record(facts, d, this.observed, unread)
-      .catch((err: unknown) => reporter.behindFailed('memo', 'usage_write', route, err));
+    reporter.behind(
+      bookkeeping
+        .record(facts, d, this.observed, unread)
+        .catch((err: unknown) => reporter.behindFailed('memo', 'usage_write', route, err)),
+    );
     if (ctx && !result.upstreamError && result.status < 400) precompactor.consider(ctx, d);
   }
 }

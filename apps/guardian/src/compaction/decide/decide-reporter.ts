@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
-import { GuardianMetrics, logOnce, type Route } from '@guardian/telemetry';
+import { GuardianMetrics, logOnce, type Route, type SummaryRefusalReason } from '@guardian/telemetry';
 
 import { FailOpen } from '../../observability/fail-open';
 import { GuardianLogger } from '../../observability/guardian-logger';
@@ -75,8 +75,15 @@ export class DecideReporter {
 
   /** The summariser's answer was not a summary (summary-check.ts): counted by reason and evented (issue 32 item 7). */
   summaryRefused(call: { route: Route; model: string }, reason: SummaryRefusal): void {
-    this.metrics.summariesRefused.inc({ reason });
+    // Typed against the metric's closed list, whose series exist from boot: a new refusal must be added there too.
+    const label: SummaryRefusalReason = reason;
+    this.metrics.summariesRefused.inc({ reason: label });
     this.state.emit({ kind: 'summary_refused', route: call.route, model: call.model, reason });
+  }
+
+  /** Work that goes on behind the answer (GuardianState.behind). */
+  behind(work: Promise<unknown>): void {
+    this.state.trackBehind(work);
   }
 
   summaryRetry(): void {

@@ -86,6 +86,7 @@ export class HandoffWriter implements OnModuleDestroy {
     if (run === null) return;
     // One write at a time, in order: the files end as the newest hand-off.
     this.writes = this.writes.then(() => this.write(run, handoff, ctx.conv.route));
+    this.reporter.behind(this.writes);
   }
 
   /** Shutdown waits for the queued writes, as it does for the archive's commits. */

@@ -99,6 +99,7 @@ export class SpanRecorder implements OnModuleDestroy {
   private behind(work: Promise<void>): void {
     const p = work.finally(() => this.pending.delete(p));
     this.pending.add(p);
+    this.reporter.behind(p);
   }
 
   async onModuleDestroy(): Promise<void> {

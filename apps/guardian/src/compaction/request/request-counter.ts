@@ -20,6 +20,45 @@ const MAX_CALIBRATED_MODELS = 256;
 /** An estimate this close to the budget (either side) is worth an exact count. */
 export const NEAR_BUDGET = 0.15;
 
+/** Exact-count failures in a row, on one route, after which exact counting rests. */
+export const EXACT_FAILURES = 3;
+/**
+ * How long exact counting rests on a route, by how many times in a row it has rested: 1, 2, 4, 8, then 10 minutes.
+ * A backend with no /tokenize is then asked about once every 10 minutes; one whose tokenizer stalled for a while is
+ * counted exactly again once it answers.
+ */
+export const EXACT_REST_MS = [60_000, 120_000, 240_000, 480_000, 600_000] as const;
+
+/**
+ * When to ask for an exact count, per route. After EXACT_FAILURES failures in a row (an upstream with no tokenizer,
+ * one that refuses, one that does not answer within GUARDIAN_TOKENIZE_TIMEOUT_MS) the estimate stands without
+ * asking, for the next step of EXACT_REST_MS; then one request asks again: an exact count ends the rest, a failure
+ * starts the next one. Before, three failures stopped exact counting for the life of the process, so a tokenizer
+ * stalled for a few seconds left every later request on the estimate (issue 30 item 8).
+ */
+export class ExactCountRest {
+  private readonly routes = new Map<string, { failures: number; rested: number; until: number }>();
+
+  allows(route: string, now = Date.now()): boolean {
+    return (this.routes.get(route)?.until ?? 0) <= now;
+  }
+
+  success(route: string): void {
+    this.routes.delete(route);
+  }
+
+  failure(route: string, now = Date.now()): void {
+    const r = this.routes.get(route) ?? { failures: 0, rested: 0, until: 0 };
+    r.failures += 1;
+    // A failure of the one request asked after a rest starts the next rest at once.
+    if (r.until > 0 || r.failures >= EXACT_FAILURES) {
+      r.until = now + EXACT_REST_MS[Math.min(r.rested, EXACT_REST_MS.length - 1)]!;
+      r.rested += 1;
+    }
+    this.routes.set(route, r);
+  }
+}
+
 /**
  * Counts a request's tokens (issue 3 §2): characters / GUARDIAN_CHARS_PER_TOKEN over everything the request carries,
  * times a factor learned per (upstream, model) from the usage the upstream reports. Near the budget, and when the
@@ -28,8 +67,8 @@ export const NEAR_BUDGET = 0.15;
 @Injectable()
 export class RequestCounter {
   private readonly calibrations = new LruMap<string, Calibration>(MAX_CALIBRATED_MODELS);
-  /** Exact-count attempts that failed in a row, per route; after a few the upstream is taken to have no counter. */
-  private readonly exactFailures = new Map<string, number>();
+  /** When exact counts are asked for, per route: they rest after failures in a row (ExactCountRest). */
+  private readonly exactRest = new ExactCountRest();
 
   constructor(
     private readonly config: GuardianConfig,
@@ -76,7 +115,7 @@ export class RequestCounter {
     // (Anthropic: /v1/messages/count_tokens, issue 5).
     const viaAdapter = conv.route !== 'chat' && adapter?.exactCount ? adapter : undefined;
     if (conv.route !== 'chat' && !viaAdapter) return est;
-    if ((this.exactFailures.get(conv.route) ?? 0) >= 3) return est;
+    if (!this.exactRest.allows(conv.route)) return est;
     if (Math.abs(est.tokens - budget) > budget * NEAR_BUDGET) return est;
     const timeoutMs = this.config.compaction.tokenizeTimeoutMs;
     const tools = this.config.compaction.countTools ? conv.json.tools : undefined;
@@ -98,10 +137,10 @@ export class RequestCounter {
           timeoutMs,
         });
     if (exact === undefined) {
-      this.exactFailures.set(conv.route, (this.exactFailures.get(conv.route) ?? 0) + 1);
+      this.exactRest.failure(conv.route);
       return est;
     }
-    this.exactFailures.set(conv.route, 0);
+    this.exactRest.success(conv.route);
     // The plan estimates each message with the counter; scaled to the exact total, its sums agree with the
     // upstream for this request (a dense paste the estimate undercounts would otherwise be kept as "fitting").
     const factor = est.rawEstimate > 0 ? exact.tokens / est.rawEstimate : est.counter.factor;
