@@ -74,6 +74,9 @@ export async function startGuardian(
       abortOnError: false,
     },
   );
+  // The span log's key (a GUARDIAN_LOG_KEY_FILE that cannot be used stops the boot here), and the spans writers of
+  // this host that died left without log entries, logged before the first request (issue 29).
+  await app.get(SealedArchive).start();
   const fastify = app.getHttpAdapter().getInstance();
   const serving = app.get(ServingState);
   installEdgeHooks(fastify, {
@@ -100,8 +103,8 @@ export async function startGuardian(
     // Nest's own hooks (work behind requests, pre-compaction jobs) run once nothing is in flight any more.
     await app.close();
     // The transparency log's last checkpoint is written behind the commits those hooks waited for: it lands before
-    // the process exits (or a test removes the folder).
-    await app.get(SealedArchive).logSettled();
+    // the process exits (or a test removes the folder), and the log is marked released.
+    await app.get(SealedArchive).stop();
     await app.get(UpstreamClient).close();
     await memo.close();
   };
