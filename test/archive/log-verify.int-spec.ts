@@ -74,12 +74,13 @@ describe('--verify against the writers logs (issue 29 item 5)', () => {
   let refs: SpanRef[];
   let earlier: string;
   let dir: string;
+  let keyFile: string;
 
   beforeEach(async () => {
     root = mkdtempSync(join(tmpdir(), 'log-verify-'));
     spanDir = join(root, 'spans');
     verifiedDir = join(root, 'verified');
-    const keyFile = join(root, 'log.key');
+    keyFile = join(root, 'log.key');
     writeFileSync(
       keyFile,
       `PRIVATE+KEY+x+00000000+${Buffer.concat([Buffer.of(1), SEED]).toString('base64')}\n`,
@@ -225,5 +226,134 @@ describe('--verify against the writers logs (issue 29 item 5)', () => {
     cpSync(forged, dir, { recursive: true });
     expect(await lib()).toMatchObject({ status: 'break', break: { kind: 'span-unlogged' } });
     expect(await independent()).toMatchObject({ status: 'BREAK', kind: 'span-unlogged' });
+  });
+
+  /** A log signed anew from `entries` put in place of w1's (writer.json kept as it was): what a key holder can do. */
+  async function replaceLog(entries: string[]): Promise<void> {
+    const forged = join(root, 'forged');
+    const log = await SpanLog.open({ dir: forged, origin: ORIGIN, seed: SEED });
+    await log.append(entries);
+    cpSync(join(dir, 'writer.json'), join(forged, 'writer.json'));
+    rmSync(dir, { recursive: true });
+    cpSync(forged, dir, { recursive: true });
+  }
+  const entryOf = (r: SpanRef) =>
+    `context-guardian span ${r.run} ${r.span} sha256:${sha(readFileSync(join(spanDir, r.ref)))}`;
+  const entriesBut = (skip: number) =>
+    refs.flatMap((r, i) =>
+      i === skip ? [] : [i === 0 ? `context-guardian span ${r.run} 1 sha256:${'0'.repeat(64)}` : entryOf(r)],
+    );
+
+  it('names a span with no entry at all span-unlogged once its writer let go, newest of its run or not', async () => {
+    // Session b's run has one span (refs[4]): with its entry left out, that run has no entry at all. Span 1 of
+    // session a is pruned, so its entry's sha256 is never compared.
+    await replaceLog(entriesBut(4));
+    expect(JSON.parse(readFileSync(join(dir, 'writer.json'), 'utf8'))).toMatchObject({ released: true });
+    expect(await lib()).toMatchObject({
+      writer: 'released',
+      status: 'break',
+      break: { kind: 'span-unlogged', detail: expect.stringContaining(`${refs[4]!.run}/0001.json`) },
+    });
+    expect(await independent()).toMatchObject({ status: 'BREAK', kind: 'span-unlogged' });
+  });
+
+  it('lets the newest spans of a live writer wait for its checkpoint, and names them once it stops', async () => {
+    const live = new SealedArchive({
+      spanDir,
+      keepSpans: 3,
+      replica: 'w9',
+      log: writerLog({ name: 'w9', originPrefix: 'test.example', keyFile }),
+    });
+    const ref = await live.write(span('c', 0));
+    // Its entry is taken out of the log as if the checkpoint covering it had not come yet; the writer lives on.
+    const liveDir = logFolder(spanDir, 'w9');
+    rmSync(join(liveDir, 'checkpoint'));
+    rmSync(join(liveDir, 'tile'), { recursive: true });
+    const waiting = (await verifyLogs({ spanDir, verifiedDir })).logs.find((l) => l.log === 'w9');
+    expect(waiting).toMatchObject({ size: 0, writer: 'live', status: 'ok', waiting: 1 });
+    expect((await verifyLogsIndependently(spanDir)).logs.find((l) => l.log === 'w9')).toMatchObject({
+      status: 'OK',
+      waiting: 1,
+    });
+    await live.stop();
+    expect((await verifyLogs({ spanDir, verifiedDir: null })).logs.find((l) => l.log === 'w9')).toMatchObject(
+      {
+        writer: 'released',
+        status: 'break',
+        break: { kind: 'span-unlogged', detail: expect.stringContaining(`${ref.run}/0001.json`) },
+      },
+    );
+  });
+
+  it('names a pinned log deleted with its runs log-missing, and a log deleted under its runs too', async () => {
+    const w2 = new SealedArchive({
+      spanDir,
+      keepSpans: 3,
+      replica: 'w2',
+      log: writerLog({ name: 'w2', originPrefix: 'test.example', keyFile }),
+    });
+    const gone = await w2.write(span('c', 0));
+    await w2.close();
+    // A pin of another volume's log (another key) in the same folder is not this volume's to miss.
+    const other = join(root, 'other');
+    await SpanLog.open({
+      dir: logFolder(other, 'x1'),
+      origin: 'other.example/x1',
+      seed: Buffer.alloc(32, 2),
+    }).then((log) => log.append(['context-guardian span elsewhere 1 sha256:' + '1'.repeat(64)]));
+    await verifyLogs({ spanDir: other, verifiedDir });
+    expect((await verifyLogs({ spanDir, verifiedDir })).ok).toBe(true);
+    const kept: KeptCheckpoint = {
+      vkey: readFileSync(join(logFolder(spanDir, 'w2'), 'vkey'), 'utf8').trim(),
+      checkpoint: readFileSync(join(logFolder(spanDir, 'w2'), 'checkpoint'), 'utf8'),
+    };
+    rmSync(logFolder(spanDir, 'w2'), { recursive: true });
+    rmSync(join(spanDir, gone.run), { recursive: true });
+    const after = await verifyLogs({ spanDir, verifiedDir });
+    expect(after.ok).toBe(false);
+    expect(after.logs.map((l) => [l.log, l.status, l.break?.kind ?? null])).toEqual([
+      ['w1', 'pruned-ok', null],
+      ['w2', 'break', 'log-missing'],
+    ]);
+    expect(after.logs[1]).toMatchObject({ origin: 'test.example/w2' });
+    expect((await verifyLogsIndependently(spanDir, { w2: kept })).logs[1]).toMatchObject({
+      log: 'w2',
+      status: 'BREAK',
+      kind: 'log-missing',
+    });
+    // Without any pin: w1's folder deleted while its runs stay; their span lines name it.
+    rmSync(dir, { recursive: true });
+    expect((await verifyLogs({ spanDir, verifiedDir: null })).logs).toEqual([
+      expect.objectContaining({
+        log: 'w1',
+        status: 'break',
+        break: expect.objectContaining({ kind: 'log-missing' }),
+      }),
+    ]);
+    expect((await verifyLogsIndependently(spanDir)).logs).toEqual([
+      expect.objectContaining({ log: 'w1', status: 'BREAK', kind: 'log-missing' }),
+    ]);
+  });
+
+  it('reports spans written before the log existed as such, not as breaks', async () => {
+    const older = join(root, 'older');
+    const before = new SealedArchive({ spanDir: older, keepSpans: 10, replica: 'old1' });
+    await before.write(span('x', 0));
+    await before.write(span('x', 1));
+    const now = new SealedArchive({
+      spanDir: older,
+      keepSpans: 10,
+      replica: 'new1',
+      log: writerLog({ name: 'new1', originPrefix: 'test.example', keyFile }),
+    });
+    await now.write(span('y', 0));
+    await now.close();
+    const report = await verifyLogs({ spanDir: older, verifiedDir: null });
+    expect(report).toMatchObject({ ok: true, withoutLog: { spans: 2, runs: 1 } });
+    expect(report.logs).toEqual([expect.objectContaining({ log: 'new1', status: 'ok', size: 1 })]);
+    expect(await verifyLogsIndependently(older)).toMatchObject({
+      withoutLog: 2,
+      logs: [expect.objectContaining({ log: 'new1', status: 'OK' })],
+    });
   });
 });

@@ -105,6 +105,28 @@ describe('context-guardian-recall', () => {
     expect(io.out()).toBe(
       `${run} OK\nlog cli1 OK (2 entries, first verify: key pinned)\n1 run(s), 1 log(s) checked: all OK\n`,
     );
+    // A run from before the log (a writer without one): reported as such, not a break.
+    const older = await new SealedArchive({
+      spanDir: join(dataDir, 'spans'),
+      keepSpans: 500,
+      replica: 'old1',
+    }).write({
+      kind: 'compaction',
+      sessionHash: sha256Hex('old'),
+      route: 'chat',
+      model: 'demo',
+      messages: [{ role: 'user', content: 'from before the log' }],
+      firstIndex: 1,
+      summary: null,
+      at: NOW,
+    });
+    const withOlder = captureIo(dataDir);
+    expect(await main(['--verify'], withOlder)).toBe(0);
+    expect(withOlder.out()).toBe(
+      `${older.run} OK\n${run} OK\nlog cli1 OK (2 entries, consistent with the 2 verified before)\n` +
+        '1 span(s) in 1 run(s) were written before the log existed: in no log, sealed by their chains only\n' +
+        '2 run(s), 1 log(s) checked: all OK\n',
+    );
     writeFileSync(join(dataDir, 'spans', run, '0001.json'), '{"messages":[]}\n');
     const after = captureIo(dataDir);
     expect(await main(['--verify', '--run', run], after)).toBe(1);
