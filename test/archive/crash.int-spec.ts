@@ -131,4 +131,30 @@ describe('a writer killed mid-write', () => {
     },
     120_000,
   );
+
+  it('a taker of a shared log killed before its checkpoint: the next taker logs what it left, then its own', async () => {
+    const spanDir = join(root, 'window-shared');
+    const shared = { SPAN_DIR: spanDir, LOG: '1', LOG_NAME: 'shared1', SHARED: '1' };
+    const dead = await runWriter({
+      ...shared,
+      WRITES: '3',
+      REPLICA: 'dead0003',
+      GUARDIAN_TEST_CRASH_POINT: 'before-checkpoint@2',
+    });
+    expect(dead.signal).toBe('SIGKILL');
+    expect((await verifyLogs({ spanDir, verifiedDir: null })).logs).toEqual([
+      expect.objectContaining({ log: 'shared1', size: 1, writer: 'dead', status: 'break' }),
+    ]);
+    const next = await runWriter({ ...shared, WRITES: '1', REPLICA: 'next0004' });
+    expect(next.code).toBe(0);
+    const after = await verifyLogs({ spanDir, verifiedDir: null });
+    expect(after.ok).toBe(true);
+    expect(after.logs).toEqual([expect.objectContaining({ log: 'shared1', size: 3, writer: 'released' })]);
+    const entries = (await readLogFile(logFolder(spanDir, 'shared1'), 'tile/entries/000.p/3'))!.toString(
+      'utf8',
+    );
+    // The dead taker's second span comes before the next taker's own.
+    expect(entries.indexOf('-dead0003 2 ')).toBeGreaterThan(-1);
+    expect(entries.indexOf('-dead0003 2 ')).toBeLessThan(entries.indexOf('-next0004 1 '));
+  });
 });

@@ -54,6 +54,11 @@ export async function writeWriter(dir: string, rec: WriterRecord): Promise<void>
 /** Linux's abstract socket namespace: names the kernel frees when the last process holding them ends. */
 const ABSTRACT = process.platform === 'linux';
 
+/** Whether a log can be taken in turns by several processes here (the lock needs Linux's abstract sockets). */
+export function sharedLogsSupported(): boolean {
+  return ABSTRACT;
+}
+
 function socketPath(name: string): string {
   return `\0${name}`;
 }

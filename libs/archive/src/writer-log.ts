@@ -33,6 +33,8 @@ export interface WriterLogOptions {
    */
   shared?: boolean;
   signal?: AbortSignal;
+  /** Entries held while the log cannot open (default 10,000, about 1.2 MB); past that they are dropped. */
+  maxWaiting?: number;
 }
 
 /** What the log tells its archive: a checkpoint or an open that failed, or entries dropped while it could not open. */
@@ -116,7 +118,7 @@ export class WriterLog {
       this.log.append(entries).catch(() => (this.incomplete = true));
       return;
     }
-    if (this.waiting.length + entries.length > MAX_WAITING) {
+    if (this.waiting.length + entries.length > (this.opts.maxWaiting ?? MAX_WAITING)) {
       this.incomplete = true;
       this.onWarning({
         code: 'ARCHIVE_LOG_BEHIND',

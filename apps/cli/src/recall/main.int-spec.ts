@@ -117,7 +117,7 @@ describe('context-guardian-recall', () => {
       model: 'demo',
       messages: [{ role: 'user', content: 'from before the log' }],
       firstIndex: 1,
-      summary: null,
+      summary: 'Older.',
       at: NOW,
     });
     const withOlder = captureIo(dataDir);
