@@ -74,9 +74,6 @@ export async function startGuardian(
       abortOnError: false,
     },
   );
-  // The span log's key (a GUARDIAN_LOG_KEY_FILE that cannot be used stops the boot here), and the spans writers of
-  // this host that died left without log entries, logged before the first request (issue 29).
-  await app.get(SealedArchive).start();
   const fastify = app.getHttpAdapter().getInstance();
   const serving = app.get(ServingState);
   installEdgeHooks(fastify, {
@@ -85,6 +82,15 @@ export async function startGuardian(
     serving,
     bodyLimit: edge.maxBodyBytes,
   });
+  // The span log's key (a GUARDIAN_LOG_KEY_FILE that cannot be used stops the boot here), and the spans writers of
+  // this host that died left without log entries, logged before the first request (issue 29).
+  try {
+    await app.get(SealedArchive).start();
+  } catch (err) {
+    // The boot stops with this error: the app made so far is closed first (its close failing adds nothing to say).
+    await app.close().catch(() => undefined);
+    throw err;
+  }
   server.open(app.get(ProxyFront));
   await app.listen(opts.port ?? edge.port, edge.host);
   const memo = app.get(MemoStore);
