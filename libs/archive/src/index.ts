@@ -47,11 +47,11 @@ export { verifyIncrement, type VerifyCursor } from './verify-increment';
 
 // The archive as a transparency log (issue 29, docs/ARCHIVE_FORMAT.md#the-log).
 export { LogProofs } from './log-proofs';
-export { verifyLogs, verifyOneLog, type LogVerdict, type LogsReport, type PinOptions } from './log-verify';
+export { verifyLogs, verifyOneLog, type LogVerdict, type PinOptions } from './log-verify';
 export { parseVerifierKey } from './signed-note';
 export { CHECKPOINT_FILE, SpanLog, VKEY_FILE } from './span-log';
 export { listLogs, logFolder, peekCheckpoint, readLogFile, type LogSource } from './span-log-read';
 export { spanEntry, verifyTlogProof } from './tlog-checkpoint';
 export { parseTilePath, tilePath } from './tlog-tiles';
 export { writerLog } from './writer-log';
-export { WRITER_FILE, sharedLogsSupported } from './writer-lock';
+export { sharedLogsSupported } from './writer-lock';

@@ -18,7 +18,7 @@ export interface SpanLine {
 }
 
 /** The complete, hash-checked span lines of a run's chain, in order (the chain's own verify names the rest). */
-export async function runSpanLines(spanDir: string, run: string): Promise<SpanLine[]> {
+async function runSpanLines(spanDir: string, run: string): Promise<SpanLine[]> {
   const out: SpanLine[] = [];
   for (const l of (await readChain(spanDir, run)).lines) {
     if (!l.ok || l.line.kind !== 'span' || l.line.file === undefined || l.line.sha256 === undefined) continue;

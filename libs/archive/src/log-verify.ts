@@ -110,7 +110,7 @@ export interface PinOptions {
  * the verifier has them). Null for a folder with neither a key nor a checkpoint; a log with a key and no checkpoint yet
  * (claimed, nothing logged) is empty, unless a checkpoint of it was verified before.
  */
-export async function examineLog(
+async function examineLog(
   src: LogSource,
   opts: PinOptions & {
     checked: LogVerdict['checked'];
@@ -162,7 +162,7 @@ export async function examineLog(
 }
 
 /** Keeps the checkpoint that checked out as the log's pin; a folder that cannot be written changes no verdict. */
-export async function keepPin(ex: ExaminedLog, opts: PinOptions): Promise<void> {
+async function keepPin(ex: ExaminedLog, opts: PinOptions): Promise<void> {
   if (opts.verifiedDir === null || ex.next === null || ex.verdict.status === 'break') return;
   ex.verdict.pinned = await writePin(opts.verifiedDir, ex.next).then(
     () => true,

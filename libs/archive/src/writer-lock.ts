@@ -11,7 +11,7 @@ import { createFileOnce, isErrno, writeFileDurable } from './durable-fs';
 import { parseJsonLine } from './jsonl';
 
 /** `<log folder>/writer.json`: who writes the log, and whether it has let go of it (docs/ARCHIVE_FORMAT.md#the-log). */
-export const WRITER_FILE = 'writer.json';
+const WRITER_FILE = 'writer.json';
 
 const WriterSchema = z.object({
   /** os.hostname() of the writer: only a process on that host can tell whether it lives. */
@@ -106,7 +106,7 @@ export class WriterLock {
 }
 
 /** `<log folder>/lock`: the name of the log's lock, made once by the first writer of the folder. */
-export const LOCK_FILE = 'lock';
+const LOCK_FILE = 'lock';
 
 /**
  * The lock name of a log folder: read from its `lock` file, which the first process to open the folder makes (of two
@@ -131,7 +131,7 @@ export async function takeWaiting(name: string, signal?: AbortSignal): Promise<W
 }
 
 /** Connects to lock `name`: `live` when a process holds it, `dead` when the kernel says none does. */
-export function probeLock(name: string): Promise<'live' | 'dead' | 'unknown'> {
+function probeLock(name: string): Promise<'live' | 'dead' | 'unknown'> {
   if (!ABSTRACT) return Promise.resolve('unknown');
   return new Promise((resolve) => {
     const socket = connect({ path: socketPath(name) });
@@ -144,7 +144,7 @@ export function probeLock(name: string): Promise<'live' | 'dead' | 'unknown'> {
 }
 
 /** Resolves once the holder of lock `name` lets it go or dies (its connection ends); rejects when `signal` aborts. */
-export function lockLetGo(name: string, signal?: AbortSignal): Promise<void> {
+function lockLetGo(name: string, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const socket = connect({ path: socketPath(name) });
     const abort = (): void => {
