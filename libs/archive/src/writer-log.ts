@@ -162,6 +162,8 @@ export class WriterLog {
     } finally {
       await this.lock?.release();
       this.lock = null;
+      // Let go: a later write claims the log again rather than append to a tree another taker may have grown.
+      this.log = null;
     }
   }
 
