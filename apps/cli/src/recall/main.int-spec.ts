@@ -133,6 +133,34 @@ describe('context-guardian-recall', () => {
     expect(after.out()).toContain(`${run} BREAK content-changed at seq 1:`);
   });
 
+  it('--verify names a pinned log deleted with its run log-missing, and exits 1', async () => {
+    // A second writer on the volume, so the volume's key is still known once the first log is gone.
+    await new SealedArchive({
+      spanDir: join(dataDir, 'spans'),
+      keepSpans: 500,
+      replica: 'cli2',
+      now: () => NOW,
+      log: writerLog({ name: 'cli2', originPrefix: 'test.example' }),
+    }).write({
+      kind: 'compaction',
+      sessionHash: sha256Hex('other'),
+      route: 'chat',
+      model: 'demo',
+      messages: [{ role: 'user', content: 'another writer' }],
+      firstIndex: 1,
+      summary: 'Other.',
+      at: NOW,
+    });
+    expect(await main(['--verify'], captureIo(dataDir))).toBe(0);
+    rmSync(join(dataDir, 'spans', '.tlog', 'cli1'), { recursive: true });
+    rmSync(join(dataDir, 'spans', run), { recursive: true });
+    const io = captureIo(dataDir);
+    expect(await main(['--verify'], io)).toBe(1);
+    expect(io.out()).toMatch(
+      /^log cli1 BREAK log-missing: verified at 2 entries on \S+, and no log on the volume has its origin any more$/m,
+    );
+  });
+
   it('--heads, --reindex, --seal-existing, --prune and --repair', async () => {
     const io = captureIo(dataDir, { GUARDIAN_RETENTION_DAYS: '30' });
     expect(await main(['--heads'], io)).toBe(0);
