@@ -47,6 +47,7 @@ export { verifyIncrement, type VerifyCursor } from './verify-increment';
 
 // The archive as a transparency log (issue 29, docs/ARCHIVE_FORMAT.md#the-log).
 export { LogProofs } from './log-proofs';
+export { pinnedLogsGone } from './log-coverage';
 export { verifyLogs, verifyOneLog, type LogVerdict, type PinOptions } from './log-verify';
 export { parseVerifierKey } from './signed-note';
 export { CHECKPOINT_FILE, SpanLog, VKEY_FILE } from './span-log';

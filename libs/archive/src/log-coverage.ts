@@ -93,32 +93,36 @@ function publicKeyOf(vkey: string): string {
 
 /**
  * Pins kept for this volume whose log is gone (issue 29 audit: a pinned log deleted with its runs passed). A pin is
- * this volume's when its key is the key of a log on the volume: every writer of a volume signs with the volume's key.
+ * this volume's when its key is the key of a log still there: every writer of a volume signs with the volume's key.
+ * `present`: each log there, with the origin and verifier key it shows (on the volume, or as a sidecar lists it).
  */
-export async function pinnedButGone(
+export async function pinnedLogsGone(
   verifiedDir: string,
-  examined: ReadonlyMap<string, ExaminedLog>,
-  already: readonly LogVerdict[],
+  present: readonly { origin: string | null; vkey: string | null }[],
 ): Promise<LogVerdict[]> {
-  const keys = new Set<string>();
-  const origins = new Set<string>();
-  for (const ex of examined.values()) {
-    if (ex.vkey !== null) keys.add(publicKeyOf(ex.vkey));
-    if (ex.verdict.origin !== null) origins.add(ex.verdict.origin);
-  }
+  const keys = new Set(present.flatMap((l) => (l.vkey === null ? [] : [publicKeyOf(l.vkey)])));
+  const origins = new Set(present.flatMap((l) => (l.origin === null ? [] : [l.origin])));
   const out: LogVerdict[] = [];
   for (const pin of await listPins(verifiedDir)) {
     if (origins.has(pin.origin) || !keys.has(publicKeyOf(pin.vkey))) continue;
-    const name = pin.origin.split('/').pop() ?? pin.origin;
-    if (already.some((v) => v.log === name)) continue;
     const size = pin.checkpoint.split('\n')[1] ?? '?';
     out.push(
       missingVerdict(
-        name,
+        pin.origin.split('/').pop() ?? pin.origin,
         pin.origin,
         `verified at ${size} entries on ${pin.verified_at}, and no log on the volume has its origin any more`,
       ),
     );
   }
   return out;
+}
+
+/** The same for a volume's logs as verifyLogs examined them; a log already named missing is not named twice. */
+export async function pinnedButGone(
+  verifiedDir: string,
+  examined: ReadonlyMap<string, ExaminedLog>,
+  already: readonly LogVerdict[],
+): Promise<LogVerdict[]> {
+  const present = [...examined.values()].map((ex) => ({ origin: ex.verdict.origin, vkey: ex.vkey }));
+  return (await pinnedLogsGone(verifiedDir, present)).filter((v) => !already.some((a) => a.log === v.log));
 }

@@ -1,5 +1,6 @@
 import {
   LocalArchive,
+  pinnedLogsGone,
   sealAll,
   verifyLogs,
   verifyOneLog,
@@ -102,11 +103,14 @@ async function servedLogs(
   keepPin: boolean,
 ): Promise<{ ok: boolean; logs: LogVerdict[]; withoutLog: null }> {
   const logs: LogVerdict[] = [];
-  for (const listed of (await archive.logs()).logs) {
+  const listing = (await archive.logs()).logs;
+  for (const listed of listing) {
     const checked = listed.entries_served ? 'entries' : 'hashes';
     const verdict = await verifyOneLog(archive.logSource(listed.name), { ...pins, checked, keepPin });
     if (verdict !== null) logs.push(verdict);
   }
+  // A log pinned here that the sidecar no longer lists (deleted with its runs) is log-missing, as on the volume.
+  if (!keepPin && pins.verifiedDir !== null) logs.push(...(await pinnedLogsGone(pins.verifiedDir, listing)));
   return { ok: logs.every((l) => l.status !== 'break'), logs, withoutLog: null };
 }
 
