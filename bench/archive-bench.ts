@@ -1,5 +1,5 @@
-// Archive benchmarks (issue 4 "Tests and figures", issue 16): a 100 KB span placed (what a request waits for) and
-// sealed, verify throughput beside sha256sum, search beside grep -r. Sizes: BENCH_ARCHIVE_MB (default 200; issue 4's
+// Archive benchmarks (issue 4 "Tests and figures", issue 16, issue 29): a 100 KB span placed (what a request waits for)
+// and sealed, with the transparency log on and off (and placed while its checkpoints are written), verify throughput beside sha256sum, search beside grep -r. Sizes: BENCH_ARCHIVE_MB (default 200; issue 4's
 // figure is 1024), BENCH_SEARCH_SPANS (default 10000, issue 16's figure). Prints and writes
 // bench/results/archive.txt.
 import { execFileSync } from 'node:child_process';
@@ -70,6 +70,13 @@ function span(content: string, i: number): Parameters<SealedArchive['write']>[0]
   };
 }
 
+function p(xs: number[], q: number): string {
+  return percentile(
+    [...xs].sort((a, b) => a - b),
+    q,
+  ).toFixed(2);
+}
+
 async function writeBench(root: string, out: string[]): Promise<void> {
   // With the log as the sidecar writes it (a signed checkpoint after each commit, issue 29) and without, interleaved
   // span by span so both meet the same disk and the same neighbours: the figure a request waits for must not move.
@@ -89,7 +96,9 @@ async function writeBench(root: string, out: string[]): Promise<void> {
   const placed: number[][] = [[], []];
   const sealed: number[][] = [[], []];
   for (let i = 0; i < 300; i += 1) {
-    for (const [k, archive] of archives.entries()) {
+    // Which goes first alternates, so neither always follows the other's writes to the disk.
+    for (const k of i % 2 === 0 ? [0, 1] : [1, 0]) {
+      const archive = archives[k]!;
       let pending: Promise<void> = Promise.resolve();
       placed[k]!.push(
         await timeAsync(async () => {
@@ -101,11 +110,6 @@ async function writeBench(root: string, out: string[]): Promise<void> {
     }
   }
   await Promise.all(archives.map((a) => a.close()));
-  const p = (xs: number[], q: number) =>
-    percentile(
-      [...xs].sort((a, b) => a - b),
-      q,
-    ).toFixed(2);
   for (const [k, label] of ['log on', 'log off'].entries()) {
     out.push(
       `placed 100 KB span, ${label}, what a request waits for (temp, fsync, rename, chain line written): ` +
@@ -118,6 +122,7 @@ async function writeBench(root: string, out: string[]): Promise<void> {
         `${k === 0 ? ', the signed checkpoint' : ''}): p50 ${p(sealed[k]!, 50)} ms, p99 ${p(sealed[k]!, 99)} ms (n=300)`,
     );
   }
+  await overlapBench(root, body, out);
   // Group commit: 8 sessions' spans at once; each run commits its own; 4 spans each, placed back to back.
   const group = new SealedArchive({
     spanDir: join(root, 'group'),
@@ -134,6 +139,56 @@ async function writeBench(root: string, out: string[]): Promise<void> {
   const ms = performance.now() - started;
   out.push(
     `32 sealed 100 KB spans from 8 sessions at once: ${ms.toFixed(1)} ms in all, ${(ms / 32).toFixed(2)} ms a span`,
+  );
+}
+
+/**
+ * The placed figure while the log's checkpoints are being written (issue 29 audit: above, each placement waits for the
+ * last checkpoint first, so no checkpoint fsync ever overlaps one). 8 sessions at once each place spans one after
+ * another, waiting for their own run's commit (a session's next turn comes after its answer) and never for the log:
+ * the tiles and checkpoints of the others' commits are written while these placements are timed. Log on and off take
+ * turns in bursts, each burst's log settled before the next (untimed), so neither meets the other's leftovers.
+ */
+async function overlapBench(root: string, body: string, out: string[]): Promise<void> {
+  const SESSIONS = 8;
+  const PER_BURST = 5;
+  const BURSTS = 8;
+  const archives = [true, false].map(
+    (logged) =>
+      new SealedArchive({
+        spanDir: join(root, logged ? 'overlap' : 'overlap-nolog'),
+        anchorDir: join(root, logged ? 'overlap-anchor' : 'overlap-anchor-nolog'),
+        keepSpans: 100_000,
+        replica: 'bench',
+        log: logged ? writerLog({ name: 'bench', originPrefix: 'bench' }) : null,
+      }),
+  );
+  const placed: number[][] = [[], []];
+  const checkpoints = new Set<string>();
+  for (let burst = 0; burst < BURSTS; burst += 1) {
+    for (const [k, archive] of archives.entries()) {
+      await Promise.all(
+        Array.from({ length: SESSIONS }, async (_s, session) => {
+          for (let i = 0; i < PER_BURST; i += 1) {
+            const start = performance.now();
+            const { sealed } = await archive.place(span(body, session * 500));
+            placed[k]!.push(performance.now() - start);
+            // Which checkpoint was newest when this placement ended: more than one per burst means they overlapped.
+            const note = archive.spanLog?.checkpoint;
+            if (note != null) checkpoints.add(note);
+            await sealed;
+          }
+        }),
+      );
+      await archive.logSettled();
+    }
+  }
+  await Promise.all(archives.map((a) => a.close()));
+  const n = SESSIONS * PER_BURST * BURSTS;
+  out.push(
+    `placed 100 KB span, ${SESSIONS} sessions at once, the log's checkpoints written behind them: log on p50 ` +
+      `${p(placed[0]!, 50)} ms, p99 ${p(placed[0]!, 99)} ms; log off p50 ${p(placed[1]!, 50)} ms, p99 ` +
+      `${p(placed[1]!, 99)} ms (n=${n} each; ${checkpoints.size} checkpoints were newest as log-on placements ended)`,
   );
 }
 

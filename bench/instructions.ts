@@ -58,7 +58,7 @@ function startCounted(main: string, upstream: string): Promise<Counted> {
       `--callgrind-out-file=${join(outDir, 'callgrind.out.%p')}`,
       '--dump-instr=no',
       process.execPath,
-      '--single-threaded',
+      ...(process.env.BENCH_IR_NODE_FLAGS ?? '--single-threaded').split(' ').filter(Boolean),
       main,
     ],
     {

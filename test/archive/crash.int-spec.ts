@@ -2,8 +2,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { repairRun, verifyArchive, verifyRun } from '@guardian/archive';
+import { logFolder, readLogFile, repairRun, verifyArchive, verifyLogs, verifyRun } from '@guardian/archive';
 
+import { verifyLogsIndependently } from './independent-log-verifier';
 import { runWriter } from './support';
 
 // Short variant in CI (ARCHITECTURE.md#tests); LONG=1 runs hundreds of kill cycles.
@@ -77,5 +78,82 @@ describe('a writer killed mid-write', () => {
     expect(ok).toBe(true);
     expect(runs).toHaveLength(4);
     expect(runs.reduce((sum, r) => sum + r.lines, 0)).toBe(60);
+  });
+
+  // Issue 29's crash window: a writer killed after spans were committed (or only placed) and before the checkpoint
+  // that would cover them. Their lines name its log; the next writer started on this host logs them.
+  it.each(['before-checkpoint', 'before-commit'] as const)(
+    'killed at %s: the span without an entry is span-unlogged, and the next writer on this host logs it',
+    async (point) => {
+      const spanDir = join(root, `window-${point}`);
+      const verifiedDir = join(root, `window-${point}-verified`);
+      const dead = await runWriter({
+        SPAN_DIR: spanDir,
+        WRITES: '5',
+        LOG: '1',
+        REPLICA: 'dead0001',
+        GUARDIAN_TEST_CRASH_POINT: `${point}@3`,
+      });
+      expect(dead.signal).toBe('SIGKILL');
+      // The first two spans were logged (each write waits for its checkpoint); the third never was.
+      const before = await verifyLogs({ spanDir, verifiedDir: null });
+      expect(before.logs).toEqual([
+        expect.objectContaining({
+          log: 'dead0001',
+          size: 2,
+          writer: 'dead',
+          status: 'break',
+          break: expect.objectContaining({ kind: 'span-unlogged' }),
+        }),
+      ]);
+      expect((await verifyLogsIndependently(spanDir)).logs).toEqual([
+        expect.objectContaining({ log: 'dead0001', status: 'BREAK', kind: 'span-unlogged' }),
+      ]);
+
+      const next = await runWriter({ SPAN_DIR: spanDir, WRITES: '1', LOG: '1', REPLICA: 'next0002' });
+      expect([next.code, next.signal]).toEqual([0, null]);
+      const after = await verifyLogs({ spanDir, verifiedDir });
+      expect(after.ok).toBe(true);
+      expect(after.logs).toEqual([
+        expect.objectContaining({ log: 'dead0001', size: 3, writer: 'released', status: 'ok', waiting: 0 }),
+        expect.objectContaining({ log: 'next0002', size: 1, writer: 'released', status: 'ok' }),
+      ]);
+      const entries = (await readLogFile(logFolder(spanDir, 'dead0001'), 'tile/entries/000.p/3'))!.toString(
+        'utf8',
+      );
+      expect(entries).toMatch(/context-guardian span [\w-]+-dead0001 3 sha256:[0-9a-f]{64}$/);
+      expect((await verifyLogsIndependently(spanDir)).logs.map((l) => [l.log, l.status])).toEqual([
+        ['dead0001', 'OK'],
+        ['next0002', 'OK'],
+      ]);
+      expect((await verifyArchive({ spanDir })).ok).toBe(true);
+    },
+    120_000,
+  );
+
+  it('a taker of a shared log killed before its checkpoint: the next taker logs what it left, then its own', async () => {
+    const spanDir = join(root, 'window-shared');
+    const shared = { SPAN_DIR: spanDir, LOG: '1', LOG_NAME: 'shared1', SHARED: '1' };
+    const dead = await runWriter({
+      ...shared,
+      WRITES: '3',
+      REPLICA: 'dead0003',
+      GUARDIAN_TEST_CRASH_POINT: 'before-checkpoint@2',
+    });
+    expect(dead.signal).toBe('SIGKILL');
+    expect((await verifyLogs({ spanDir, verifiedDir: null })).logs).toEqual([
+      expect.objectContaining({ log: 'shared1', size: 1, writer: 'dead', status: 'break' }),
+    ]);
+    const next = await runWriter({ ...shared, WRITES: '1', REPLICA: 'next0004' });
+    expect(next.code).toBe(0);
+    const after = await verifyLogs({ spanDir, verifiedDir: null });
+    expect(after.ok).toBe(true);
+    expect(after.logs).toEqual([expect.objectContaining({ log: 'shared1', size: 3, writer: 'released' })]);
+    const entries = (await readLogFile(logFolder(spanDir, 'shared1'), 'tile/entries/000.p/3'))!.toString(
+      'utf8',
+    );
+    // The dead taker's second span comes before the next taker's own.
+    expect(entries.indexOf('-dead0003 2 ')).toBeGreaterThan(-1);
+    expect(entries.indexOf('-dead0003 2 ')).toBeLessThan(entries.indexOf('-next0004 1 '));
   });
 });

@@ -1,21 +1,19 @@
 // Builds test/archive/tlog-check (Go, golang.org/x/mod from the Go module proxy) once per source version into the user
-// cache, as test/deploy/helm.ts's tools are, and runs it on a log folder.
+// cache, as test/deploy/helm.ts's tools are, and runs it on a log folder. The go command is test/support/tools.ts's
+// findGo(): PATH's when it is 1.26 or later, else the toolchain obtain-tools.sh fetched.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
+import { findGo, howToObtainGo } from '../support/tools';
+
 const SOURCE = join(__dirname, 'tlog-check');
 
 function goBinary(): string {
-  const go = process.env.GO ?? 'go';
-  const probe = spawnSync(go, ['version'], { encoding: 'utf8' });
-  if (probe.error !== undefined || probe.status !== 0) {
-    throw new Error(
-      `the Go checker needs Go 1.26 or later on PATH (or GO=/path/to/go) and the Go module proxy: ${go} did not run`,
-    );
-  }
+  const go = findGo();
+  if (go === undefined) throw new Error(`the Go checker needs ${howToObtainGo()}`);
   return go;
 }
 

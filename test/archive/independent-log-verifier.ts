@@ -2,11 +2,15 @@
 // independent-verifier.ts it imports node:* modules and nothing else (an ESLint rule holds it to that).
 import { createHash, createPublicKey, verify } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { connect } from 'node:net';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 
 export interface IndependentLogVerdict {
   log: string;
   status: 'OK' | 'pruned-ok' | 'BREAK';
+  /** Span lines naming the log whose entry may still come (its writer live, or not seen from here). */
+  waiting?: number;
   kind?: string;
   detail?: string;
   /** The checkpoint that checked out: what the caller keeps as its pin. */
@@ -65,8 +69,8 @@ function readTile(dir: string, level: string, n: number, width: number, entries:
   return full.subarray(0, at);
 }
 
-function openCheckpoint(note: string, vkey: string): { origin: string; size: number; root: Buffer } {
-  // The base64 key may hold '+' itself: the name and the ID end at the first two.
+// The verifier key's name, key ID and Ed25519 key; the base64 key may hold '+' itself: name and ID end at the first two.
+function parseKey(vkey: string): { name: string; keyId: number; key: Buffer } {
   const [name, id, ...rest] = vkey.split('+');
   const key = Buffer.from(rest.join('+'), 'base64');
   if (
@@ -80,6 +84,11 @@ function openCheckpoint(note: string, vkey: string): { origin: string; size: num
   const keyId = sha(Buffer.from(`${name}\n`), key).readUInt32BE(0);
   if (keyId !== Number.parseInt(id as string, 16))
     throw new Break('log-signature', 'the key ID does not match');
+  return { name, keyId, key };
+}
+
+function openCheckpoint(note: string, vkey: string): { origin: string; size: number; root: Buffer } {
+  const { name, keyId, key } = parseKey(vkey);
   const publicKey = createPublicKey({
     key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), key.subarray(1)]),
     format: 'der',
@@ -158,10 +167,20 @@ function prunedRuns(spanDir: string): Set<string> {
   return out;
 }
 
-function verifyOne(spanDir: string, name: string, kept: KeptCheckpoint | undefined): IndependentLogVerdict {
+interface Checked {
+  verdict: IndependentLogVerdict;
+  entries: string[];
+}
+
+function verifyOne(spanDir: string, name: string, kept: KeptCheckpoint | undefined): Checked {
   const dir = join(spanDir, '.tlog', name);
   const vkey = existsSync(join(dir, 'vkey')) ? readFileSync(join(dir, 'vkey'), 'utf8').trim() : '';
-  if (!existsSync(join(dir, 'checkpoint'))) throw new Break('log-rewritten', 'no checkpoint');
+  if (!existsSync(join(dir, 'checkpoint'))) {
+    // Step 2: without a kept checkpoint, a log with no checkpoint yet is empty (its writer logged nothing).
+    if (kept !== undefined) throw new Break('log-rewritten', 'no checkpoint');
+    if (vkey !== '') parseKey(vkey);
+    return { verdict: { log: name, status: 'OK' }, entries: [] };
+  }
   const note = readFileSync(join(dir, 'checkpoint'), 'utf8');
   // Step 1: the key pinned before, then the signature.
   if (kept !== undefined && kept.vkey !== vkey) throw new Break('log-signature', 'not the pinned key');
@@ -189,15 +208,13 @@ function verifyOne(spanDir: string, name: string, kept: KeptCheckpoint | undefin
     if (old.size > cp.size || !mth(leaves.slice(0, old.size)).equals(old.root))
       throw new Break('log-rolled-back', `not consistent with the kept checkpoint of ${old.size}`);
   }
-  // Steps 4 and 5: every entry against its span file, then no older span file without an entry.
+  // Step 4: every entry against its span file.
   const removed = prunedRuns(spanDir);
-  const logged = new Map<string, Set<number>>();
   let pruned = 0;
   for (const text of entries) {
-    const m = /^context-guardian span ([A-Za-z0-9_-]{1,80}) (0|[1-9]\d*) sha256:([0-9a-f]{64})$/.exec(text);
+    const m = ENTRY.exec(text);
     if (m === null) throw new Break('log-rewritten', 'an entry is not a span entry');
     const [, run, span, hex] = m as unknown as [string, string, string, string];
-    logged.set(run, (logged.get(run) ?? new Set()).add(Number(span)));
     const runDir = join(spanDir, run);
     const file = `${span.padStart(4, '0')}.json`;
     if (!existsSync(join(runDir, file))) {
@@ -214,35 +231,153 @@ function verifyOne(spanDir: string, name: string, kept: KeptCheckpoint | undefin
     )
       throw new Break('span-changed', `${run}/${file}`);
   }
-  for (const [run, spans] of logged) {
-    if (!existsSync(join(spanDir, run))) continue;
-    const newest = Math.max(...spans);
-    for (const f of readdirSync(join(spanDir, run))) {
-      const m = /^(\d{4,})\.json$/.exec(f);
-      if (m !== null && Number(m[1]) < newest && !spans.has(Number(m[1])))
-        throw new Break('span-unlogged', `${run}/${f}`);
-    }
-  }
-  return { log: name, status: pruned > 0 ? 'pruned-ok' : 'OK', checkpoint: note, vkey };
+  return {
+    verdict: { log: name, status: pruned > 0 ? 'pruned-ok' : 'OK', checkpoint: note, vkey },
+    entries,
+  };
 }
 
-/** Every log under `<span dir>/.tlog/`; `kept` holds the caller's pins by log name. */
-export function verifyLogsIndependently(
+const ENTRY = /^context-guardian span ([A-Za-z0-9_-]{1,80}) (0|[1-9]\d*) sha256:([0-9a-f]{64})$/;
+
+// Canonical JSON (§3) of a chain line: members sorted, values as JSON.stringify writes them (strings, integers,
+// booleans and arrays of strings are all a chain line holds).
+function canonical(line: Record<string, unknown>): string {
+  return `{${Object.keys(line)
+    .filter((k) => line[k] !== undefined)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${JSON.stringify(line[k])}`)
+    .join(',')}}`;
+}
+
+interface SpanLine {
+  run: string;
+  span: number;
+  log: string | null;
+}
+
+// The complete span lines of every run whose hash checks out (§4, §5): a broken line is the chain's to name.
+function spanLines(spanDir: string): SpanLine[] {
+  const out: SpanLine[] = [];
+  for (const run of readdirSync(spanDir).filter((n) => /^[A-Za-z0-9_-]{1,80}$/.test(n))) {
+    const chain = join(spanDir, run, 'chain.jsonl');
+    if (!existsSync(chain)) continue;
+    const text = readFileSync(chain, 'utf8');
+    for (const raw of text.slice(0, text.lastIndexOf('\n') + 1).split('\n')) {
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        continue; // an edited line: the chain's verification names it
+      }
+      const { hash, ...rest } = line;
+      if (hash !== sha(Buffer.from(canonical(rest))).toString('hex') || line.kind !== 'span') continue;
+      const m = /^(\d{4,})\.json$/.exec(String(line.file));
+      if (m === null) continue;
+      const log = typeof line.log === 'string' && /^[A-Za-z0-9_-]{1,80}$/.test(line.log) ? line.log : null;
+      out.push({ run, span: Number(m[1]), log });
+    }
+  }
+  return out;
+}
+
+// The log's writer, from its writer.json: released, dead (this host, its lock refused), live, or unknown.
+function writerState(dir: string): Promise<'released' | 'dead' | 'live' | 'unknown'> {
+  const file = join(dir, 'writer.json');
+  if (!existsSync(file)) return Promise.resolve('unknown');
+  let w: { host?: unknown; lock?: unknown; released?: unknown };
+  try {
+    w = JSON.parse(readFileSync(file, 'utf8')) as typeof w;
+  } catch {
+    return Promise.resolve('unknown'); // a torn or edited record says nothing
+  }
+  if (w.released === true) return Promise.resolve('released');
+  if (typeof w.lock !== 'string' || w.host !== hostname()) return Promise.resolve('unknown');
+  const lock = w.lock;
+  return new Promise((resolve) => {
+    const socket = connect({ path: `\0${lock}` });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('live');
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) =>
+      resolve(err.code === 'ECONNREFUSED' ? 'dead' : 'unknown'),
+    );
+  });
+}
+
+/**
+ * Every log under `<span dir>/.tlog/`, and every log a span line names; `kept` holds the caller's pins by log name (a
+ * kept log that is not there is log-missing). `withoutLog` counts the span lines written before the log existed.
+ */
+export async function verifyLogsIndependently(
   spanDir: string,
   kept: Record<string, KeptCheckpoint> = {},
-): IndependentLogVerdict[] {
+): Promise<{ logs: IndependentLogVerdict[]; withoutLog: number }> {
   const root = join(spanDir, '.tlog');
-  if (!existsSync(root)) return [];
-  return readdirSync(root)
+  const present = (existsSync(root) ? readdirSync(root) : [])
     .filter((n) => /^[A-Za-z0-9_-]{1,80}$/.test(n))
-    .filter((n) => existsSync(join(root, n, 'vkey')) || existsSync(join(root, n, 'checkpoint')))
-    .sort()
-    .map((name) => {
-      try {
-        return verifyOne(spanDir, name, kept[name]);
-      } catch (err) {
-        if (!(err instanceof Break)) throw err;
-        return { log: name, status: 'BREAK', kind: err.kind, detail: err.message };
-      }
-    });
+    .filter((n) => ['vkey', 'checkpoint', 'writer.json'].some((f) => existsSync(join(root, n, f))))
+    .sort();
+  const checked = new Map<string, Checked>();
+  for (const name of present) {
+    try {
+      checked.set(name, verifyOne(spanDir, name, kept[name]));
+    } catch (err) {
+      if (!(err instanceof Break)) throw err;
+      checked.set(name, {
+        verdict: { log: name, status: 'BREAK', kind: err.kind, detail: err.message },
+        entries: [],
+      });
+    }
+  }
+  // Step 0 and step 5: every span line against the log it names.
+  const entryIn = new Map<string, string>();
+  const newest = new Map<string, number>();
+  const runLog = new Map<string, string>();
+  for (const [name, c] of checked) {
+    for (const text of c.entries) {
+      const [, run, span] = ENTRY.exec(text) as unknown as [string, string, string];
+      if (!entryIn.has(`${run} ${span}`)) entryIn.set(`${run} ${span}`, name);
+      newest.set(`${name} ${run}`, Math.max(newest.get(`${name} ${run}`) ?? 0, Number(span)));
+      if (!runLog.has(run)) runLog.set(run, name);
+    }
+  }
+  const missing = new Set<string>();
+  let withoutLog = 0;
+  for (const line of spanLines(spanDir)) {
+    const name = line.log ?? runLog.get(line.run);
+    if (name === undefined) {
+      if (!entryIn.has(`${line.run} ${line.span}`)) withoutLog += 1;
+      continue;
+    }
+    if (entryIn.get(`${line.run} ${line.span}`) === name) continue;
+    const c = checked.get(name);
+    if (c === undefined) {
+      missing.add(name);
+      continue;
+    }
+    if (c.verdict.status === 'BREAK') continue;
+    const older = line.span < (newest.get(`${name} ${line.run}`) ?? 0);
+    const gone = older || ['released', 'dead'].includes(await writerState(join(root, name)));
+    if (gone)
+      c.verdict = { log: name, status: 'BREAK', kind: 'span-unlogged', detail: `${line.run} ${line.span}` };
+    else c.verdict.waiting = (c.verdict.waiting ?? 0) + 1;
+  }
+  for (const name of Object.keys(kept)) if (!checked.has(name)) missing.add(name);
+  // A folder with only writer.json is a claim with nothing logged: reported only when a span line makes it matter.
+  const shown = (v: IndependentLogVerdict): boolean =>
+    existsSync(join(root, v.log, 'vkey')) ||
+    existsSync(join(root, v.log, 'checkpoint')) ||
+    v.status === 'BREAK' ||
+    (v.waiting ?? 0) > 0;
+  const logs = [
+    ...[...checked.values()].map((c) => c.verdict).filter(shown),
+    ...[...missing].map((name) => ({
+      log: name,
+      status: 'BREAK' as const,
+      kind: 'log-missing',
+      detail: name,
+    })),
+  ].sort((a, b) => a.log.localeCompare(b.log));
+  return { logs, withoutLog };
 }

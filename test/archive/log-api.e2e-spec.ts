@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -34,16 +34,32 @@ describe('the served span log', () => {
     ] as const) {
       expect((await chatAs(stack, who, { session, tag: `${who}-${session}`, marker })).status).toBe(200);
     }
-    // The checkpoint follows the commit behind the answer: wait until it covers both spans (no time decides this).
+    await ownLogSize(2);
+  });
+
+  /** The checkpoint follows the commit behind the answer: waits until it covers `size` spans (no time decides this). */
+  async function ownLogSize(size: number): Promise<void> {
     for (;;) {
       const logs = (await stack.get('/guardian/archive/logs', 'admin')).body.logs as {
         own: boolean;
         size: number;
       }[];
-      if (logs.find((l) => l.own)?.size === 2) break;
+      if (logs.find((l) => l.own)?.size === size) return;
       await new Promise((r) => setTimeout(r, 50));
     }
-  });
+  }
+
+  /** Fetches the served checkpoint and the tiles of a tree of `size` into a folder of their own, as an auditor would. */
+  async function fetchLog(dir: string, size: number): Promise<void> {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'checkpoint'), (await raw('/guardian/archive/log/checkpoint', 'admin')).bytes);
+    for (const rel of [tilePath(0, 0, size), tilePath('entries', 0, size)]) {
+      const tile = await raw(`/guardian/archive/log/${rel}`, 'admin');
+      expect([tile.status, tile.type]).toEqual([200, 'application/octet-stream']);
+      mkdirSync(dirname(join(dir, rel)), { recursive: true });
+      writeFileSync(join(dir, rel), tile.bytes);
+    }
+  }
   afterAll(async () => {
     await stack?.close();
     if (local !== undefined) rmSync(local, { recursive: true, force: true });
@@ -53,13 +69,8 @@ describe('the served span log', () => {
     const vkey = (await raw('/guardian/archive/log/vkey', 'alice')).bytes.toString('utf8').trim();
     const cp = await raw('/guardian/archive/log/checkpoint', 'alice');
     expect(cp.type).toMatch(/^text\/plain/);
-    writeFileSync(join(local, 'checkpoint'), cp.bytes);
-    for (const rel of [tilePath(0, 0, 2), tilePath('entries', 0, 2)]) {
-      const tile = await raw(`/guardian/archive/log/${rel}`, 'admin');
-      expect([tile.status, tile.type]).toEqual([200, 'application/octet-stream']);
-      mkdirSync(dirname(join(local, rel)), { recursive: true });
-      writeFileSync(join(local, rel), tile.bytes);
-    }
+    await fetchLog(local, 2);
+    expect(readFileSync(join(local, 'checkpoint')).equals(cp.bytes)).toBe(true);
     expect(runChecker(local, vkey)).toMatchObject({ ok: true });
     const listed = (await stack.get('/guardian/archive/logs', 'alice')).body.logs as {
       name: string;
@@ -93,5 +104,32 @@ describe('the served span log', () => {
     expect(read.log_entry).toBe(first.log_entry);
     expect(verifyTlogProof(read.log_proof, read.log_entry, vkey)).toMatchObject({ ok: true });
     expect(verifyTlogProof(read.log_proof, `${read.log_entry}0`, vkey)).toMatchObject({ ok: false });
+  });
+
+  it('a later served checkpoint is consistent with an earlier one, as Go’s tlog.CheckTree proves through the served tiles', async () => {
+    const vkey = (await raw('/guardian/archive/log/vkey', 'admin')).bytes.toString('utf8').trim();
+    // The auditor's kept checkpoint: the one served now, kept outside the log's folder.
+    const kept = join(local, 'kept-checkpoint');
+    const listed = (await stack.get('/guardian/archive/logs', 'admin')).body.logs as {
+      own: boolean;
+      size: number;
+    }[];
+    const size = listed.find((l) => l.own)!.size;
+    writeFileSync(kept, (await raw('/guardian/archive/log/checkpoint', 'admin')).bytes);
+    for (const [who, marker] of [
+      ['alice', 'IBEX-5120'],
+      ['bob', 'TAPIR-8841'],
+    ] as const) {
+      expect((await chatAs(stack, who, { session: 'later', tag: `${who}-later`, marker })).status).toBe(200);
+    }
+    await ownLogSize(size + 2);
+    const later = join(local, 'later');
+    await fetchLog(later, size + 2);
+    expect(runChecker(later, vkey, kept)).toEqual({
+      ok: true,
+      out: expect.stringMatching(
+        new RegExp(` size ${size + 2} entries ${size + 2} consistent with ${size}$`),
+      ),
+    });
   });
 });

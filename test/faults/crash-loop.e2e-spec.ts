@@ -59,6 +59,13 @@ async function recall(dataDir: string, args: string[]): Promise<{ code: number; 
 interface Verdicts {
   ok: boolean;
   runs: { run: string; status: string; break: { kind: string } | null }[];
+  logs: {
+    log: string;
+    size: number;
+    status: string;
+    writer: string | null;
+    break: { kind: string } | null;
+  }[];
 }
 
 describe(`kill -9 during compacting traffic, ${CYCLES} cycles`, () => {
@@ -146,6 +153,17 @@ describe(`kill -9 during compacting traffic, ${CYCLES} cycles`, () => {
     }
 
     collectAcks();
+    // One more start, stopped cleanly: at boot it logs what the last killed sidecar committed without a checkpoint,
+    // as each cycle's start did for the one before (issue 29's crash window).
+    const last = await startSidecarProcess({
+      GUARDIAN_UPSTREAM_URL: stub.baseUrl,
+      GUARDIAN_DATA_DIR: volume.dir,
+      GUARDIAN_RESERVE_OUTPUT: '512',
+    });
+    last.kill('SIGTERM');
+    const lastExit = await last.exited;
+    if (lastExit.code !== 0) process.stdout.write(`the last start said:\n${last.stderr()}\n`);
+    expect(lastExit).toEqual({ code: 0, signal: null });
     const before = JSON.parse((await recall(volume.dir, ['--verify', '--all', '--json'])).stdout) as Verdicts;
     const torn = before.runs.filter((r) => r.status === 'break');
     const kinds = new Set(torn.map((r) => r.break?.kind));
@@ -158,8 +176,9 @@ describe(`kill -9 during compacting traffic, ${CYCLES} cycles`, () => {
       `crash loop (seed ${SEED}): ${CYCLES} cycles (${counts.armed} with a crash point armed, ` +
         `${counts.selfKilled} of them fired before the bound), ${counts.sent} requests sent, ` +
         `${counts.answered} answered 200, ${counts.cut} cut by the kill, ${counts.otherStatus} other statuses; ` +
-        `${before.runs.length} runs, ${torn.length} torn tails (${[...kinds].join(', ')}), ${repaired} closed by ` +
-        `--repair; ${acked.size} spans acknowledged, ${present.length} present; ` +
+        `${before.runs.length} runs, ${torn.length} torn tails (${[...kinds].join(', ')}), ${repaired} closed by --repair; ` +
+        `${before.logs.length} logs, ${before.logs.reduce((n, l) => n + l.size, 0)} entries; ` +
+        `${acked.size} spans acknowledged, ${present.length} present; ` +
         `--verify --all after repair: exit ${after.code}\n`,
     );
     expect(counts.otherStatus).toBe(0);
@@ -169,6 +188,8 @@ describe(`kill -9 during compacting traffic, ${CYCLES} cycles`, () => {
     expect(torn.length).toBeGreaterThan(0);
     expect(counts.selfKilled).toBeGreaterThan(0);
     expect([...kinds]).toEqual(['unsealed-file']);
+    // Every span a killed sidecar committed is in its log, and every log was let go (by its writer or a successor).
+    expect(before.logs.filter((l) => l.status === 'break' || l.writer !== 'released')).toEqual([]);
     expect(repaired).toBe(torn.length);
     expect(missing).toEqual([]);
     // A failing verify prints what broke, so a rare crash-timing break is named in the CI log.

@@ -2,6 +2,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { SealedArchive, sha256Hex, writerLog } from '@guardian/archive';
+
 import { main as recall } from '../../apps/cli/src/recall/main';
 import type { CliIo } from '../../apps/cli/src/common/cli-io';
 import { chatAs, loggedSpans, startTeamStack, TOKENS, type TeamStack, type Who } from './support';
@@ -118,5 +120,40 @@ describe('--verify through a team sidecar checks the served logs', () => {
     const v = await verify('admin');
     expect(v.code).toBe(1);
     expect(v.logs[0]).toMatchObject({ status: 'break', break: { kind: 'log-rolled-back' } });
+  });
+
+  it('a pinned log the sidecar no longer lists (deleted with its runs) is log-missing', async () => {
+    // Another writer of the volume (the same volume key), pinned by both, then deleted with its run.
+    const spanDir = join(stack.dataDir, 'spans');
+    const other = new SealedArchive({
+      spanDir,
+      keepSpans: 500,
+      replica: 'gone0001',
+      log: writerLog({ name: 'gone0001', originPrefix: 'served.test' }),
+    });
+    const ref = await other.write({
+      kind: 'compaction',
+      sessionHash: sha256Hex('gone'),
+      route: 'chat',
+      model: 'demo',
+      messages: [{ role: 'user', content: 'a run of a writer that will vanish' }],
+      firstIndex: 1,
+      summary: 'Gone.',
+      at: new Date(),
+    });
+    await other.close();
+    // (The sidecar's own log is left rolled back by the test before: only this writer's verdict is looked at.)
+    for (const who of ['admin', 'bob'] as const)
+      expect((await verify(who)).logs.find((l) => l.log === 'gone0001')).toMatchObject({ status: 'ok' });
+    rmSync(join(spanDir, '.tlog', 'gone0001'), { recursive: true });
+    rmSync(join(spanDir, ref.run), { recursive: true });
+    for (const who of ['admin', 'bob'] as const) {
+      const v = await verify(who);
+      expect(v.code).toBe(1);
+      expect(v.logs.find((l) => l.log === 'gone0001')).toMatchObject({
+        status: 'break',
+        break: { kind: 'log-missing' },
+      });
+    }
   });
 });

@@ -157,7 +157,8 @@ function constructed({ config, logger, runtime }: GuardianModuleOptions): Provid
     { provide: ArchiveWriter, useExisting: SealedArchive },
     {
       provide: SealedArchive,
-      useFactory: () =>
+      inject: [FailOpen],
+      useFactory: (failOpen: FailOpen) =>
         new SealedArchive({
           spanDir: config.paths.spanDir,
           anchorDir: config.paths.anchorDir,
@@ -168,7 +169,10 @@ function constructed({ config, logger, runtime }: GuardianModuleOptions): Provid
           crashPoint: config.testCrashPoint,
           log: writerLog({ ...archive.log, name: runtime.replica }),
           onWarning: (w) =>
-            logger.warn({ warning: w }, 'archive side write failed; the span itself is sealed'),
+            // Entries dropped while the log cannot open: counted and logged once (the spans stay sealed).
+            w.code === 'ARCHIVE_LOG_BEHIND'
+              ? failOpen.report('archive', 'log_entries_dropped', { route: 'other', err: w.cause })
+              : logger.warn({ warning: w }, 'archive side write failed; the span itself is sealed'),
         }),
     },
     {

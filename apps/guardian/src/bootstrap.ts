@@ -82,6 +82,15 @@ export async function startGuardian(
     serving,
     bodyLimit: edge.maxBodyBytes,
   });
+  // The span log's key (a GUARDIAN_LOG_KEY_FILE that cannot be used stops the boot here), and the spans writers of
+  // this host that died left without log entries, logged before the first request (issue 29).
+  try {
+    await app.get(SealedArchive).start();
+  } catch (err) {
+    // The boot stops with this error: the app made so far is closed first (its close failing adds nothing to say).
+    await app.close().catch(() => undefined);
+    throw err;
+  }
   server.open(app.get(ProxyFront));
   await app.listen(opts.port ?? edge.port, edge.host);
   const memo = app.get(MemoStore);
@@ -100,8 +109,8 @@ export async function startGuardian(
     // Nest's own hooks (work behind requests, pre-compaction jobs) run once nothing is in flight any more.
     await app.close();
     // The transparency log's last checkpoint is written behind the commits those hooks waited for: it lands before
-    // the process exits (or a test removes the folder).
-    await app.get(SealedArchive).logSettled();
+    // the process exits (or a test removes the folder), and the log is marked released.
+    await app.get(SealedArchive).stop();
     await app.get(UpstreamClient).close();
     await memo.close();
   };

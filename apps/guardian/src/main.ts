@@ -1,3 +1,4 @@
+import { ArchiveError } from '@guardian/archive';
 import { computeBudget } from '@guardian/compaction';
 import { createLogger, packageVersion, startOtelSdk } from '@guardian/telemetry';
 import { codeOf } from '@guardian/errors';
@@ -26,6 +27,11 @@ async function main(): Promise<void> {
   try {
     running = await startGuardian(config, logger);
   } catch (err) {
+    if (ArchiveError.is(err, 'ARCHIVE_LOG_KEY_UNUSABLE')) {
+      // The path and why, never the key.
+      process.stderr.write(`context-guardian: GUARDIAN_LOG_KEY_FILE cannot be used: ${err.message}\n`);
+      process.exit(1);
+    }
     if (err instanceof TokensFileError) {
       // Named without its content: the file holds the tokens.
       process.stderr.write(`context-guardian: GUARDIAN_TOKENS_FILE cannot be used: ${err.message}\n`);

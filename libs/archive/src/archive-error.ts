@@ -8,7 +8,8 @@ export type ArchiveErrorCode =
   | 'ARCHIVE_WRITE_FAILED'
   | 'ARCHIVE_CHAIN_BROKEN'
   | 'ARCHIVE_BAD_OPTION'
-  | 'ARCHIVE_ABORTED';
+  | 'ARCHIVE_ABORTED'
+  | 'ARCHIVE_LOG_KEY_UNUSABLE';
 
 /** An archive failure with a stable `code`; the CLI maps codes to exit codes, the sidecar to HTTP statuses. */
 export class ArchiveError extends CodedError<ArchiveErrorCode> {

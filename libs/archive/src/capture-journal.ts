@@ -54,9 +54,9 @@ export class CaptureJournal {
     return entries.length;
   }
 
-  /** Closes and seals every open segment (call on shutdown). */
+  /** Closes and seals every open segment (call on shutdown; the archive's log is stopped by its owner after). */
   close(): Promise<void> {
-    return this.opts.archive.close();
+    return this.opts.archive.closeJournals();
   }
 
   private sessionSet(sessionHash: string): Set<string> {

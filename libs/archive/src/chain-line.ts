@@ -27,6 +27,8 @@ export interface ChainBody {
   bytes?: number;
   /** sealed by --seal-existing, after the fact. */
   backfilled?: true;
+  /** span: the log (`.tlog/<name>`) whose writer owes it an entry (issue 29; absent: written without a log). */
+  log?: string;
 }
 
 export interface ChainLine extends ChainBody {

@@ -32,6 +32,10 @@ const ChainLineSchema = z.discriminatedUnion('kind', [
     file: z.string().regex(SPAN_FILE),
     sha256: HEX64,
     size: z.number().int().nonnegative(),
+    log: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,80}$/)
+      .optional(),
   }),
   z.looseObject({
     ...LINE_BASE,

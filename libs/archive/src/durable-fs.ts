@@ -6,12 +6,14 @@ export const FILE_MODE = 0o600;
 export const DIR_MODE = 0o700;
 
 /** Test-only crash points (issue 4: "the writer has test-only crash points"). */
-export type CrashPoint = 'after-span-fsync' | 'after-rename' | 'mid-chain-line' | 'before-commit';
+export type CrashPoint =
+  'after-span-fsync' | 'after-rename' | 'mid-chain-line' | 'before-commit' | 'before-checkpoint';
 const CRASH_POINTS: readonly string[] = [
   'after-span-fsync',
   'after-rename',
   'mid-chain-line',
   'before-commit',
+  'before-checkpoint',
 ];
 
 /** A crash point armed for the N-th span write (`after-rename@3`); N defaults to 1. */

@@ -48,6 +48,7 @@ export { verifyIncrement, type VerifyCursor } from './verify-increment';
 
 // The archive as a transparency log (issue 29, docs/ARCHIVE_FORMAT.md#the-log).
 export { LogProofs } from './log-proofs';
+export { pinnedLogsGone } from './log-coverage';
 export { verifyLogs, verifyOneLog, type LogVerdict, type PinOptions } from './log-verify';
 export { parseVerifierKey } from './signed-note';
 export { CHECKPOINT_FILE, SpanLog, VKEY_FILE } from './span-log';
@@ -56,3 +57,4 @@ export { openSpan, parseSpanRef, type OpenedSpan } from './span-open';
 export { spanEntry, verifyTlogProof } from './tlog-checkpoint';
 export { parseTilePath, tilePath } from './tlog-tiles';
 export { writerLog } from './writer-log';
+export { sharedLogsSupported } from './writer-lock';

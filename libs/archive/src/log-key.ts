@@ -13,12 +13,20 @@ import { parseSignerKey, signerKeyText } from './signed-note';
  * other reads it. The name in the file is not used: every writer signs under its own origin.
  */
 export async function loadLogKey(opts: { file: string; create: boolean; name: string }): Promise<Buffer> {
+  let text: string | null = null;
   try {
-    return parseSignerKey(await fsp.readFile(opts.file, 'utf8')).seed;
+    text = await fsp.readFile(opts.file, 'utf8');
   } catch (err) {
-    if (!isErrno(err, 'ENOENT') || !opts.create) {
-      if (err instanceof ArchiveError) throw err;
+    if (!isErrno(err, 'ENOENT') || !opts.create)
       throw new ArchiveError('ARCHIVE_BAD_OPTION', `log key ${opts.file} cannot be read`, { cause: err });
+  }
+  if (text !== null) {
+    try {
+      return parseSignerKey(text).seed;
+    } catch (err) {
+      // Named by its path and what is wrong with it, never by its content.
+      const why = err instanceof Error ? err.message : String(err);
+      throw new ArchiveError('ARCHIVE_BAD_OPTION', `log key ${opts.file}: ${why}`, { cause: err });
     }
   }
   const seed = randomBytes(32);

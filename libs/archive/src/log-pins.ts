@@ -40,6 +40,25 @@ export async function readPin(verifiedDir: string, origin: string): Promise<LogP
   return parsed.success && parsed.data.origin === origin ? parsed.data : null;
 }
 
+/** Every pin kept in `verifiedDir` (files that are not pins are passed over). */
+export async function listPins(verifiedDir: string): Promise<LogPin[]> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(verifiedDir);
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return [];
+    throw err;
+  }
+  const out: LogPin[] = [];
+  for (const name of names.filter((n) => n.endsWith('.json')).sort()) {
+    const parsed = PinSchema.safeParse(
+      parseJsonLine((await fsp.readFile(path.join(verifiedDir, name), 'utf8')).trim()),
+    );
+    if (parsed.success) out.push(parsed.data);
+  }
+  return out;
+}
+
 /** Replaces the pin of `pin.origin` (atomically: a verify killed mid-write keeps the older pin). */
 export async function writePin(verifiedDir: string, pin: LogPin): Promise<void> {
   await ensureDir(verifiedDir);

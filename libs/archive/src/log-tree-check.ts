@@ -9,7 +9,13 @@ import { TILE_WIDTH, perfectRoot, tileHashes, tilePath, tileWidth } from './tlog
 
 /** The kinds of break a log check names (docs/ARCHIVE_FORMAT.md#verifying-the-log), in the order they are checked. */
 export type LogBreakKind =
-  'log-signature' | 'log-rewritten' | 'log-rolled-back' | 'span-missing' | 'span-changed' | 'span-unlogged';
+  | 'log-missing'
+  | 'log-signature'
+  | 'log-rewritten'
+  | 'log-rolled-back'
+  | 'span-missing'
+  | 'span-changed'
+  | 'span-unlogged';
 
 export interface LogBreak {
   kind: LogBreakKind;
@@ -32,6 +38,18 @@ export function fail(kind: LogBreakKind, detail: string, entry: number | null = 
 /** The perfect subtrees of a list of leaf hashes: how the tree of every entry is hashed without its tiles. */
 function leavesSubtree(leaves: readonly Hash[]): SubtreeHash {
   return (level, index) => perfectRoot(leaves.slice(index * 2 ** level, (index + 1) * 2 ** level));
+}
+
+/** A log's verifier key, trimmed, when it is one (log-signature otherwise): a log claimed with nothing logged yet. */
+export function checkVerifierKey(vkeyBytes: Buffer | null): string {
+  const vkey = (vkeyBytes?.toString('utf8') ?? '').trim();
+  try {
+    parseVerifierKey(vkey);
+  } catch (err) {
+    if (!ArchiveError.is(err, 'ARCHIVE_BAD_OPTION')) throw err;
+    fail('log-signature', `the log has no usable verifier key (${err.message})`);
+  }
+  return vkey;
 }
 
 /** The log's key and checkpoint, checked against the pinned key (the first verify pins it). */

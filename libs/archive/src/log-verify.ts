@@ -1,43 +1,28 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 
-import { SPAN_FILE, runDir, spanFileName } from './archive-paths';
+import { runDir, spanFileName } from './archive-paths';
 import { sha256Hex } from './canonical-json';
 import { readChain } from './chain-reader';
 import { isErrno } from './durable-fs';
+import { checkCoverage, pinnedButGone } from './log-coverage';
+import { allSpanLines } from './log-leftovers';
+import { prunedRuns, readPin, writePin, type LogPin } from './log-pins';
 import {
   Broken,
   checkConsistent,
   checkTree,
+  checkVerifierKey,
   fail,
   openLog,
   peekOrigin,
-  type LogBreak,
 } from './log-tree-check';
-import { prunedRuns, readPin, writePin, type LogPin } from './log-pins';
+import { markBroken, type ExaminedLog, type LogVerdict, type LogsReport } from './log-verdict';
 import { CHECKPOINT_FILE, VKEY_FILE } from './span-log';
 import { folderSource, listLogs, logFolder, parseSpanEntry, type LogSource } from './span-log-read';
+import { readWriter, writerState, type WriterRecord, type WriterState } from './writer-lock';
 
-export interface LogVerdict {
-  log: string;
-  origin: string | null;
-  /** The checkpoint's tree size (entries checked). */
-  size: number;
-  status: 'ok' | 'pruned-ok' | 'break';
-  /**
-   * How far the check went: `spans` (on the volume: tree, tiles and every span file), `entries` (through a sidecar
-   * as the admin: tree, tiles and entries; the span files are the sidecar's seal to check) or `hashes` (through a
-   * sidecar as a developer, who is not served the entries: the tree from its hash tiles).
-   */
-  checked: 'spans' | 'entries' | 'hashes';
-  /** Entries whose span file was removed under a prune record (GUARDIAN_KEEP_SPANS) or a pruned run (--prune). */
-  pruned: number;
-  /** The size of the last verified checkpoint this one was found consistent with; null the first time. */
-  since: number | null;
-  /** Whether this checkpoint is now the pin in the verified folder (not with `run`, a break, or a folder not writable). */
-  pinned: boolean;
-  break: LogBreak | null;
-}
+export type { LogVerdict, LogsReport } from './log-verdict';
 
 /** Per-run facts an entry check needs: the run's folder is there, and which span files a prune line names. */
 class RunFacts {
@@ -84,7 +69,7 @@ async function readSpanFile(file: string): Promise<Buffer | null> {
   }
 }
 
-/** Each entry against its span file; then no span file below a run's newest entry may lack one. */
+/** Each entry against its span file (whether every span line has its entry is log-coverage's part). */
 async function checkSpans(
   spanDir: string,
   entries: readonly string[],
@@ -92,13 +77,10 @@ async function checkSpans(
   onlyRun: string | undefined,
 ): Promise<number> {
   let pruned = 0;
-  const logged = new Map<string, Set<number>>();
   for (const [i, text] of entries.entries()) {
     const e = parseSpanEntry(text);
     if (e === null) fail('log-rewritten', `entry ${i} is not a span entry`, i);
     if (onlyRun !== undefined && e.run !== onlyRun) continue;
-    if (!logged.has(e.run)) logged.set(e.run, new Set());
-    logged.get(e.run)!.add(e.span);
     const run = await facts.of(e.run);
     const file = spanFileName(e.span);
     const bytes = run.exists ? await readSpanFile(path.join(runDir(spanDir, e.run), file)) : null;
@@ -111,16 +93,6 @@ async function checkSpans(
     }
     if (sha256Hex(bytes) !== e.sha256)
       fail('span-changed', `${e.run}/${file} no longer matches its entry's sha256`, i);
-  }
-  for (const [run, spans] of logged) {
-    if (!(await facts.of(run)).exists) continue;
-    const newest = Math.max(...spans);
-    for (const name of (await fsp.readdir(runDir(spanDir, run))).sort()) {
-      const n = Number(SPAN_FILE.exec(name)?.[1] ?? Number.NaN);
-      // Entries follow commits in placement order, so only a span newer than the run's newest entry may wait for one.
-      if (n < newest && !spans.has(n))
-        fail('span-unlogged', `${run}/${name} is older than the run's newest entry and has none`);
-    }
   }
   return pruned;
 }
@@ -135,20 +107,21 @@ export interface PinOptions {
 
 /**
  * One log checked against its pin: key, signature, tree and tiles, consistency, then `more` (the span files, where
- * the verifier has them). A log that checks out becomes the new pin unless `keepPin`; a broken one leaves it.
+ * the verifier has them). Null for a folder with neither a key nor a checkpoint; a log with a key and no checkpoint yet
+ * (claimed, nothing logged) is empty, unless a checkpoint of it was verified before.
  */
-export async function verifyOneLog(
+async function examineLog(
   src: LogSource,
   opts: PinOptions & {
     checked: LogVerdict['checked'];
-    keepPin?: boolean;
     more?: (entries: string[] | null) => Promise<number>;
+    writer?: WriterState | null;
   },
-): Promise<LogVerdict | null> {
-  const vkey = await src.read(VKEY_FILE);
-  // A log without a key was never opened by a writer (its first commit had not come): nothing to check.
-  if (vkey === null && (await src.read(CHECKPOINT_FILE)) === null) return null;
-  const origin = peekOrigin(vkey);
+): Promise<ExaminedLog | null> {
+  const vkeyBytes = await src.read(VKEY_FILE);
+  const hasCheckpoint = (await src.read(CHECKPOINT_FILE)) !== null;
+  if (vkeyBytes === null && !hasCheckpoint) return null;
+  const origin = peekOrigin(vkeyBytes);
   const pin: LogPin | null =
     opts.verifiedDir === null || origin === null ? null : await readPin(opts.verifiedDir, origin);
   const verdict: LogVerdict = {
@@ -161,54 +134,119 @@ export async function verifyOneLog(
     since: null,
     pinned: false,
     break: null,
+    waiting: 0,
+    writer: opts.writer ?? null,
   };
+  const out: ExaminedLog = { verdict, entries: null, vkey: null, next: null };
   try {
+    if (!hasCheckpoint && pin === null) {
+      out.vkey = checkVerifierKey(vkeyBytes);
+      out.entries = [];
+      return out;
+    }
     const { note, c, vkey: key } = await openLog(src, pin);
+    out.vkey = key;
     verdict.size = c.size;
     const { entries, leaves } = await checkTree(src, c, { entries: opts.checked !== 'hashes' });
     verdict.since = checkConsistent(pin, c, leaves);
+    out.entries = entries;
     verdict.pruned = (await opts.more?.(entries)) ?? 0;
     if (verdict.pruned > 0) verdict.status = 'pruned-ok';
-    if (opts.verifiedDir !== null && opts.keepPin !== true) {
-      const at = (opts.now ?? (() => new Date()))().toISOString();
-      const next = { origin: c.origin, vkey: key, checkpoint: note, verified_at: at };
-      // A folder that cannot be written changes no verdict: the log checked out; the CLI says it was not kept.
-      verdict.pinned = await writePin(opts.verifiedDir, next).then(
-        () => true,
-        (cause: unknown) => (opts.onPinError?.(cause), false),
-      );
-    }
+    const at = (opts.now ?? (() => new Date()))().toISOString();
+    out.next = { origin: c.origin, vkey: key, checkpoint: note, verified_at: at };
   } catch (err) {
     if (!(err instanceof Broken)) throw err;
-    verdict.status = 'break';
-    verdict.break = err.brk;
+    markBroken(verdict, err.brk);
   }
-  return verdict;
+  return out;
+}
+
+/** Keeps the checkpoint that checked out as the log's pin; a folder that cannot be written changes no verdict. */
+async function keepPin(ex: ExaminedLog, opts: PinOptions): Promise<void> {
+  if (opts.verifiedDir === null || ex.next === null || ex.verdict.status === 'break') return;
+  ex.verdict.pinned = await writePin(opts.verifiedDir, ex.next).then(
+    () => true,
+    (cause: unknown) => (opts.onPinError?.(cause), false),
+  );
+}
+
+/**
+ * One log checked against its pin (a sidecar's served log: `checked` is `entries` or `hashes`). A log that checks out
+ * becomes the new pin unless `keepPin`; a broken one leaves it.
+ */
+export async function verifyOneLog(
+  src: LogSource,
+  opts: PinOptions & {
+    checked: LogVerdict['checked'];
+    keepPin?: boolean;
+    more?: (entries: string[] | null) => Promise<number>;
+  },
+): Promise<LogVerdict | null> {
+  const ex = await examineLog(src, opts);
+  if (ex === null) return null;
+  if (opts.keepPin !== true) await keepPin(ex, opts);
+  return ex.verdict;
 }
 
 /**
  * Verifies every writer's log on a span volume (issue 29 item 5, docs/ARCHIVE_FORMAT.md#verifying-the-log): the
  * checkpoint's signature under the pinned key, the entries and tiles against its root, its consistency with the last
- * checkpoint verified here, and every entry against its span file. A log that checks out (with `run` unset) becomes
+ * checkpoint verified here, every entry against its span file, then every span line against the log it names
+ * (log-coverage), and every pinned log of this volume is still there. A log that checks out (with `run` unset) becomes
  * the new pin in `verifiedDir`; a broken one leaves the pin as it was.
  */
 export async function verifyLogs(
   opts: PinOptions & {
     spanDir: string;
-    /** Only the entries of this run are checked against files; the pin is then left as it was. */
+    /** Only the entries and span lines of this run are checked; the pin is then left as it was. */
     run?: string;
   },
-): Promise<{ ok: boolean; logs: LogVerdict[] }> {
+): Promise<LogsReport> {
   const facts = new RunFacts(opts.spanDir, await prunedRuns(opts.spanDir));
-  const logs: LogVerdict[] = [];
+  const examined = new Map<string, ExaminedLog>();
   for (const name of await listLogs(opts.spanDir)) {
-    const verdict = await verifyOneLog(folderSource(logFolder(opts.spanDir, name)), {
+    const dir = logFolder(opts.spanDir, name);
+    const writer = await readWriter(dir);
+    const state = writer === null ? null : await writerState(writer);
+    const ex = await examineLog(folderSource(dir), {
       ...opts,
       checked: 'spans',
-      keepPin: opts.run !== undefined,
+      writer: state,
       more: (entries) => checkSpans(opts.spanDir, entries ?? [], facts, opts.run),
     });
-    if (verdict !== null) logs.push(verdict);
+    if (ex !== null) examined.set(name, ex);
+    else if (writer !== null && state !== null) examined.set(name, claimedOnly(name, writer, state));
   }
-  return { ok: logs.every((l) => l.status !== 'break'), logs };
+  const lines = await allSpanLines(opts.spanDir, opts.run);
+  const { missing, withoutLog } = checkCoverage(lines, examined);
+  if (opts.run === undefined && opts.verifiedDir !== null)
+    missing.push(...(await pinnedButGone(opts.verifiedDir, examined, missing)));
+  const logs = [...examined.values()].filter(
+    (ex) => ex.vkey !== null || ex.verdict.waiting > 0 || ex.verdict.break !== null,
+  );
+  if (opts.run === undefined) for (const ex of logs) await keepPin(ex, opts);
+  const verdicts = [...logs.map((ex) => ex.verdict), ...missing].sort((a, b) => a.log.localeCompare(b.log));
+  return { ok: verdicts.every((l) => l.status !== 'break'), logs: verdicts, withoutLog };
+}
+
+/** A log folder holding only writer.json: claimed by a writer that had logged nothing yet. */
+function claimedOnly(name: string, rec: WriterRecord, writer: WriterState): ExaminedLog {
+  return {
+    verdict: {
+      log: name,
+      origin: rec.origin,
+      size: 0,
+      status: 'ok',
+      checked: 'spans',
+      pruned: 0,
+      since: null,
+      pinned: false,
+      break: null,
+      waiting: 0,
+      writer,
+    },
+    entries: [],
+    vkey: null,
+    next: null,
+  };
 }

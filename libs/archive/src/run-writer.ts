@@ -28,7 +28,8 @@ export interface ArchiveWarning {
     | 'ARCHIVE_PRUNE_FAILED'
     | 'ARCHIVE_JOURNAL_FAILED'
     | 'ARCHIVE_COMMIT_FAILED'
-    | 'ARCHIVE_LOG_FAILED';
+    | 'ARCHIVE_LOG_FAILED'
+    | 'ARCHIVE_LOG_BEHIND';
   run: string;
   cause: unknown;
 }
@@ -47,6 +48,8 @@ export interface RunWriterOptions {
   onSealed?: (head: SealedHead) => void;
   /** Told the log entries of the spans a commit made durable, in placement order (issue 29: the writer's log). */
   onCommitted?: (entries: string[]) => void;
+  /** The writer's log, named in each span line (issue 29): the log that owes the span an entry. */
+  log?: string | null;
 }
 
 /**
@@ -202,8 +205,9 @@ export class RunWriter {
       },
     });
     const sha256 = sha256Hex(bytes);
+    const log = this.opts.log ?? undefined;
     const line = await this.guard(() =>
-      this.writeChainLine({ kind: 'span', file, sha256, size: bytes.length }),
+      this.writeChainLine({ kind: 'span', file, sha256, size: bytes.length, log }),
     );
     this.live.push(file);
     const entry = `context-guardian span ${this.opts.run} ${span} sha256:${sha256}`;
@@ -257,6 +261,8 @@ export class RunWriter {
     });
     // Only durable spans get an entry: a log never vouches for a file a power cut could still take back.
     this.opts.onCommitted?.(batch.map((u) => u.entry));
+    // Test-only: dies between the commit and the checkpoint that would cover it (issue 29's crash window).
+    if (batch.some((u) => this.opts.crashAt('before-checkpoint', u.write))) crashNow();
     await this.anchor(batch.map((u) => u.line));
     await this.derived('ARCHIVE_INDEX_FAILED', () =>
       fsp.appendFile(path.join(this.dir, INDEX_FILE), batch.map((u) => u.indexLine()).join(''), {

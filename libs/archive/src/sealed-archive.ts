@@ -18,7 +18,10 @@ export interface SealedArchiveOptions {
   /** This process's replica tag (ARCHITECTURE.md#files). */
   replica: string;
   now?: () => Date;
-  /** Test-only: `after-span-fsync` | `after-rename` | `mid-chain-line`, optionally `@N` for the N-th write. */
+  /**
+   * Test-only: `after-span-fsync` | `after-rename` | `mid-chain-line` | `before-commit` | `before-checkpoint`,
+   * optionally `@N` for the N-th write.
+   */
   crashPoint?: string;
   /** Capture journal segment size; 2 MB by default (ARCHITECTURE.md#files). */
   journalSegmentBytes?: number;
@@ -99,13 +102,16 @@ export class SealedArchive extends ArchiveWriter {
 
   constructor(private readonly opts: SealedArchiveOptions) {
     super();
+    this.now = opts.now ?? (() => new Date());
     this.log =
       opts.log == null
         ? null
-        : new WriterLog({ ...opts.log, spanDir: opts.spanDir }, (cause) =>
-            opts.onWarning?.({ code: 'ARCHIVE_LOG_FAILED', run: opts.log?.name ?? '', cause }),
+        : new WriterLog(
+            { ...opts.log, spanDir: opts.spanDir },
+            opts.replica,
+            (w) => opts.onWarning?.({ code: w.code, run: opts.log?.name ?? '', cause: w.cause }),
+            this.now,
           );
-    this.now = opts.now ?? (() => new Date());
     // Test-only crash points may also come from the environment so a child process can be armed.
     this.crash = parseCrashPoint(opts.crashPoint);
   }
@@ -162,13 +168,35 @@ export class SealedArchive extends ArchiveWriter {
     return writer === undefined ? undefined : (await writer).run;
   }
 
-  /** Closes and seals every open journal segment, then waits for the log's last checkpoint. */
+  /**
+   * At boot, before the first write: reads the log key (a GUARDIAN_LOG_KEY_FILE that cannot be used throws
+   * ARCHIVE_LOG_KEY_UNUSABLE) and logs what writers of this host that died left without entries (issue 29).
+   */
+  async start(): Promise<void> {
+    await this.log?.start();
+  }
+
+  /** Closes and seals every open journal segment, then waits for the log's last checkpoint and lets the log go. */
   async close(): Promise<void> {
+    await this.closeJournals();
+    await this.stop();
+  }
+
+  /** Closes and seals every open journal segment (the sidecar's journal at shutdown; its log is stopped after). */
+  async closeJournals(): Promise<void> {
     const writers = await Promise.allSettled([...this.runs.values()]);
     for (const settled of writers) {
       if (settled.status === 'fulfilled') await settled.value.closeJournal();
     }
     await this.log?.settled();
+  }
+
+  /**
+   * After the last write: waits for the log's last checkpoint, then marks the log released (every span line naming it
+   * has its entry) and drops its lock; a log that missed entries stays unreleased for the next writer of this host.
+   */
+  async stop(): Promise<void> {
+    await this.log?.stop();
   }
 
   /** Settles once every committed span is in a signed checkpoint (or its failure was reported). */
@@ -262,6 +290,8 @@ export class SealedArchive extends ArchiveWriter {
     } catch (cause) {
       throw new ArchiveError('ARCHIVE_WRITE_FAILED', 'span folder not writable', { cause });
     }
+    // The log is claimed before a span line names it, so whoever finds the line can tell whether its writer lives.
+    await this.log?.ready();
     for (let attempt = 1; ; attempt += 1) {
       const run = assertRunId(attempt === 1 ? base : `${base}-${attempt}`);
       if (this.vanished.has(run)) continue;
@@ -275,9 +305,14 @@ export class SealedArchive extends ArchiveWriter {
             journalSegmentBytes: this.opts.journalSegmentBytes ?? TWO_MB,
             now: this.now,
             crashAt: (point, write) => this.crashAt(point, write),
-            onWarning: this.opts.onWarning ?? (() => undefined),
+            onWarning: (w) => {
+              // Lines written, commit failed: their entries never came; a successor looks for them (issue 29).
+              if (w.code === 'ARCHIVE_COMMIT_FAILED') this.log?.markIncomplete();
+              this.opts.onWarning?.(w);
+            },
             onSealed: (head) => this.sealed.set(head.run, head),
             onCommitted: (entries) => this.log?.append(entries),
+            log: this.opts.log?.name ?? null,
           },
           { sessionHash, ownerHash, sessionName, replica: this.opts.replica },
         );

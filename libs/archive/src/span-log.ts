@@ -38,7 +38,7 @@ export const VKEY_FILE = 'vkey';
  * folder; appends are grouped into one flush (tiles, then the checkpoint) that runs behind the caller.
  */
 export class SpanLog {
-  private size = 0;
+  private treeSize = 0;
   /** The hashes of the rightmost (partial) tile at each tile level, and the entries of the partial bundle. */
   private readonly edge: Hash[][] = [[]];
   private bundle: Buffer[] = [];
@@ -71,6 +71,11 @@ export class SpanLog {
     return this.opts.origin;
   }
 
+  /** Entries in the tree: the newest checkpoint's size when no flush is under way. */
+  get size(): number {
+    return this.treeSize;
+  }
+
   /** The newest signed checkpoint, or null before the first. */
   get checkpoint(): string | null {
     return this.latest;
@@ -81,7 +86,8 @@ export class SpanLog {
    * the log's own queue, so a caller that does not wait is never slowed by it.
    */
   append(entries: readonly string[]): Promise<void> {
-    this.pending.push(...entries);
+    // One push per entry: a spread of a very long list overflows the call stack (the issue 29 audit's 315k).
+    for (const e of entries) this.pending.push(e);
     if (this.flushQueued === undefined) {
       const next = this.queue.then(() => {
         this.flushQueued = undefined;
@@ -112,16 +118,16 @@ export class SpanLog {
       const entry = Buffer.from(text, 'utf8');
       this.bundle.push(entry);
       this.edge[0]!.push(leafHash(entry));
-      this.size += 1;
+      this.treeSize += 1;
       if (this.bundle.length === TILE_WIDTH) {
-        const n = this.size / TILE_WIDTH - 1;
+        const n = this.treeSize / TILE_WIDTH - 1;
         files.push({ rel: tilePath('entries', n, TILE_WIDTH), bytes: encodeBundle(this.bundle) });
         done.push(`${tilePath('entries', n, TILE_WIDTH)}.p`);
         this.bundle = [];
       }
       for (let level = 0; this.edge[level]!.length === TILE_WIDTH; level += 1) {
         const full = this.edge[level]!;
-        const n = this.size / TILE_WIDTH ** (level + 1) - 1;
+        const n = this.treeSize / TILE_WIDTH ** (level + 1) - 1;
         files.push({ rel: tilePath(level, n, TILE_WIDTH), bytes: Buffer.concat(full) });
         done.push(`${tilePath(level, n, TILE_WIDTH)}.p`);
         this.edge[level] = [];
@@ -136,7 +142,7 @@ export class SpanLog {
       }
     });
     if (this.bundle.length > 0 && this.bundle.length !== bundleBefore) {
-      const n = Math.floor(this.size / TILE_WIDTH);
+      const n = Math.floor(this.treeSize / TILE_WIDTH);
       files.push({ rel: tilePath('entries', n, this.bundle.length), bytes: encodeBundle(this.bundle) });
     }
     // Tiles first, each durable, then the checkpoint that names them: a reader never meets a checkpoint whose
@@ -146,7 +152,7 @@ export class SpanLog {
       await ensureDir(path.dirname(target));
       await writeFileDurable(target, f.bytes);
     }
-    const body = checkpointBody({ origin: this.opts.origin, size: this.size, root: this.root() });
+    const body = checkpointBody({ origin: this.opts.origin, size: this.treeSize, root: this.root() });
     const note = signNote(body, this.signer);
     await writeFileDurable(path.join(this.opts.dir, CHECKPOINT_FILE), note);
     this.latest = note;
@@ -156,12 +162,12 @@ export class SpanLog {
 
   /** The index of the partial tile at `level`. */
   private edgeIndex(level: number): number {
-    return Math.floor(this.size / TILE_WIDTH ** (level + 1));
+    return Math.floor(this.treeSize / TILE_WIDTH ** (level + 1));
   }
 
   private root(): Hash {
     return treeRoot(
-      this.size,
+      this.treeSize,
       tileSubtree((level, n) => (n === this.edgeIndex(level) ? (this.edge[level] ?? null) : null)),
     );
   }
@@ -182,7 +188,7 @@ export class SpanLog {
         `the log in ${this.opts.dir} has a checkpoint this key did not sign`,
       );
     }
-    this.size = c.size;
+    this.treeSize = c.size;
     for (let level = 0; TILE_WIDTH ** level <= c.size; level += 1) {
       const n = this.edgeIndex(level);
       const width = tileWidth(level, n, c.size);

@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
+import { hostname } from 'node:os';
 
-import { SealedArchive, type SealedArchiveOptions } from '@guardian/archive';
+import { SealedArchive, sharedLogsSupported, writerLog, type SealedArchiveOptions } from '@guardian/archive';
 import type { GuardianClient } from '@guardian/client';
 
 import type { CliConfig } from '../common/cli-config';
@@ -68,20 +70,50 @@ interface CopyResult {
   run: string | null;
 }
 
+/**
+ * The local capture's log (issue 29, ADR 0028): one per host, `capture-<8 hex of sha256(host name)>`, which the hook's
+ * short processes take in turns (each waits for the lock, up to its deadline). Off Linux there is no lock that dies
+ * with its process, so the hook keeps no log there and its spans name none (docs/ARCHIVE_FORMAT.md#the-log).
+ */
+function captureLog(ctx: CaptureContext): SealedArchiveOptions['log'] {
+  if (!sharedLogsSupported()) return null;
+  const name = `capture-${createHash('sha256').update(hostname()).digest('hex').slice(0, 8)}`;
+  return {
+    ...writerLog({ name, originPrefix: ctx.config.logOrigin, keyFile: ctx.config.logKeyFile }),
+    shared: true,
+    signal: ctx.deadline,
+  };
+}
+
 async function copyNewLines(
   ctx: CaptureContext,
   input: { sessionHash: string; file: string; offset: number },
 ): Promise<CopyResult> {
-  const { config, log, io } = ctx;
+  const { config, log } = ctx;
   const options: CaptureArchiveOptions = {
     spanDir: config.spanDir,
     anchorDir: config.anchorDir,
     keepSpans: config.keepSpans,
     replica: ctx.replica,
     runName: ({ sessionHash, replica }) => captureRunName(sessionHash, replica),
+    log: captureLog(ctx),
     onWarning: (w) => void log.failure('capture', w.cause, { run: w.run, warning: w.code }),
   };
   const archive = new SealedArchive(options);
+  try {
+    return await copyLocally(ctx, input, archive);
+  } finally {
+    // The last checkpoint, then the log let go for the next capture on this host.
+    await archive.close();
+  }
+}
+
+function copyLocally(
+  ctx: CaptureContext,
+  input: { sessionHash: string; file: string; offset: number },
+  archive: SealedArchive,
+): Promise<CopyResult> {
+  const { io } = ctx;
   return copyBatches(ctx, input, async (batch, messages) => {
     const ref = await archive.write({
       kind: 'capture',

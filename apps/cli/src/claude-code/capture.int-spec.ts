@@ -7,10 +7,10 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { listRuns, listSpans, searchArchive, sha256Hex, verifyArchive } from '@guardian/archive';
+import { listRuns, listSpans, searchArchive, sha256Hex, verifyArchive, verifyLogs } from '@guardian/archive';
 
 import { main } from './main';
 import { TranscriptFixture } from './testing/transcript-fixture';
@@ -183,6 +183,48 @@ describe('context-guardian-claude-code capture', () => {
     }
     expect(await archivedText()).toBe(readFileSync(transcript, 'utf8'));
     expect((await verifyArchive({ spanDir })).ok).toBe(true);
+  });
+
+  // Issue 29 item 1 and the audit: the laptop hook's spans had no log. One log per host, taken in turns.
+  const LOG = `capture-${sha256Hex(hostname()).slice(0, 8)}`;
+
+  it("logs its spans in this host's capture log, which it lets go after each capture", async () => {
+    await capture('PreCompact');
+    fx.user('one more instruction');
+    appendFileSync(transcript, fx.takeText());
+    await capture();
+    const report = await verifyLogs({ spanDir, verifiedDir: null });
+    expect(report).toMatchObject({ ok: true, withoutLog: { spans: 0, runs: 0 } });
+    expect(report.logs).toEqual([
+      expect.objectContaining({ log: LOG, size: 2, status: 'ok', writer: 'released', waiting: 0 }),
+    ]);
+    expect(JSON.parse(readFileSync(join(spanDir, '.tlog', LOG, 'writer.json'), 'utf8'))).toMatchObject({
+      origin: `context-guardian/${hostname().replace(/[^A-Za-z0-9._-]/g, '-')}/${LOG}`,
+      released: true,
+    });
+  });
+
+  it('two captures at once take the log in turns, and both are logged', async () => {
+    const other = testIo({ home: root, dataDir, env: { CLAUDE_CONFIG_DIR: join(root, '.claude') } });
+    const second = join(root, 'second.jsonl');
+    const fx2 = new TranscriptFixture({ sessionId: 'second-session', cwd: root });
+    fx2.user('A second session, captured at the same time').assistant('Both must be logged.');
+    writeFileSync(second, fx2.takeText());
+    other.setStdin(
+      JSON.stringify({
+        session_id: 'second-session',
+        transcript_path: second,
+        hook_event_name: 'SessionEnd',
+      }),
+    );
+    io.setStdin(
+      JSON.stringify({ session_id: SESSION, transcript_path: transcript, hook_event_name: 'SessionEnd' }),
+    );
+    expect(await Promise.all([main(['capture'], io), main(['capture'], other)])).toEqual([0, 0]);
+    const report = await verifyLogs({ spanDir, verifiedDir: null });
+    expect(report.ok).toBe(true);
+    expect(report.logs).toEqual([expect.objectContaining({ log: LOG, size: 2, writer: 'released' })]);
+    expect(await verifyArchive({ spanDir })).toMatchObject({ ok: true });
   });
 
   it('always exits 0 and prints nothing: bad stdin, missing transcript; problems go to the log', async () => {

@@ -24,6 +24,9 @@ export interface CliConfig extends GuardianPaths {
   costPer1MInputUsd?: number;
   /** Price of a million output tokens (completions and summaries), for the spend; 0 leaves it out. */
   costPer1MOutputUsd?: number;
+  /** GUARDIAN_LOG_ORIGIN and GUARDIAN_LOG_KEY_FILE: the local capture's log (issue 29), as the sidecar's. */
+  logOrigin?: string;
+  logKeyFile?: string;
 }
 
 /**
@@ -36,6 +39,8 @@ export function loadCliConfig(io: CliIo): CliConfig {
     'GUARDIAN_RETENTION_DAYS',
     'GUARDIAN_COST_PER_1M_INPUT_USD',
     'GUARDIAN_COST_PER_1M_OUTPUT_USD',
+    'GUARDIAN_LOG_ORIGIN',
+    'GUARDIAN_LOG_KEY_FILE',
   ]);
   return {
     ...resolveGuardianPaths(io.env, io.home),
@@ -43,5 +48,7 @@ export function loadCliConfig(io: CliIo): CliConfig {
     retentionDays: parsed.GUARDIAN_RETENTION_DAYS,
     costPer1MInputUsd: parsed.GUARDIAN_COST_PER_1M_INPUT_USD,
     costPer1MOutputUsd: parsed.GUARDIAN_COST_PER_1M_OUTPUT_USD,
+    logOrigin: parsed.GUARDIAN_LOG_ORIGIN,
+    logKeyFile: parsed.GUARDIAN_LOG_KEY_FILE,
   };
 }

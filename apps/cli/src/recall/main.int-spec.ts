@@ -105,10 +105,60 @@ describe('context-guardian-recall', () => {
     expect(io.out()).toBe(
       `${run} OK\nlog cli1 OK (2 entries, first verify: key pinned)\n1 run(s), 1 log(s) checked: all OK\n`,
     );
+    // A run from before the log (a writer without one): reported as such, not a break.
+    const older = await new SealedArchive({
+      spanDir: join(dataDir, 'spans'),
+      keepSpans: 500,
+      replica: 'old1',
+    }).write({
+      kind: 'compaction',
+      sessionHash: sha256Hex('old'),
+      route: 'chat',
+      model: 'demo',
+      messages: [{ role: 'user', content: 'from before the log' }],
+      firstIndex: 1,
+      summary: 'Older.',
+      at: NOW,
+    });
+    const withOlder = captureIo(dataDir);
+    expect(await main(['--verify'], withOlder)).toBe(0);
+    expect(withOlder.out()).toBe(
+      `${older.run} OK\n${run} OK\nlog cli1 OK (2 entries, consistent with the 2 verified before)\n` +
+        '1 span(s) in 1 run(s) were written before the log existed: in no log, sealed by their chains only\n' +
+        '2 run(s), 1 log(s) checked: all OK\n',
+    );
     writeFileSync(join(dataDir, 'spans', run, '0001.json'), '{"messages":[]}\n');
     const after = captureIo(dataDir);
     expect(await main(['--verify', '--run', run], after)).toBe(1);
     expect(after.out()).toContain(`${run} BREAK content-changed at seq 1:`);
+  });
+
+  it('--verify names a pinned log deleted with its run log-missing, and exits 1', async () => {
+    // A second writer on the volume, so the volume's key is still known once the first log is gone.
+    await new SealedArchive({
+      spanDir: join(dataDir, 'spans'),
+      keepSpans: 500,
+      replica: 'cli2',
+      now: () => NOW,
+      log: writerLog({ name: 'cli2', originPrefix: 'test.example' }),
+    }).write({
+      kind: 'compaction',
+      sessionHash: sha256Hex('other'),
+      route: 'chat',
+      model: 'demo',
+      messages: [{ role: 'user', content: 'another writer' }],
+      firstIndex: 1,
+      summary: 'Other.',
+      at: NOW,
+    });
+    expect(await main(['--verify'], captureIo(dataDir))).toBe(0);
+    rmSync(join(dataDir, 'spans', '.tlog', 'cli1'), { recursive: true });
+    rmSync(join(dataDir, 'spans', run), { recursive: true });
+    const io = captureIo(dataDir);
+    expect(await main(['--verify'], io)).toBe(1);
+    expect(io.out()).toMatch(
+      /^log cli1 BREAK log-missing: verified at 2 entries on \S+, and no log on the volume has its origin any more$/m,
+    );
   });
 
   it('--heads, --reindex, --seal-existing, --prune and --repair', async () => {

@@ -1,5 +1,6 @@
 import {
   LocalArchive,
+  pinnedLogsGone,
   sealAll,
   verifyLogs,
   verifyOneLog,
@@ -32,6 +33,11 @@ function logLine(v: LogVerdict): string {
   const since =
     v.since === null ? 'first verify: key pinned' : `consistent with the ${v.since} verified before`;
   const pruned = v.pruned > 0 ? `, ${v.pruned} pruned as expected` : '';
+  // Lines whose entry its writer may still append: a live writer's next checkpoint, or one on another host.
+  const waiting =
+    v.waiting > 0
+      ? `, ${v.waiting} span(s) wait for ${v.writer === 'live' ? "its live writer's next checkpoint" : 'a writer this machine cannot see (another host)'}`
+      : '';
   // Through a sidecar the span files are not served as bytes: its seal (the run lines) checks them there.
   const depth =
     v.checked === 'spans'
@@ -39,7 +45,7 @@ function logLine(v: LogVerdict): string {
       : v.checked === 'entries'
         ? "; span files: the sidecar's seal"
         : "; tree from its hash tiles, span files: the sidecar's seal";
-  return `log ${v.log} OK (${v.size} entries${pruned}, ${since}${depth})`;
+  return `log ${v.log} OK (${v.size} entries${pruned}${waiting}, ${since}${depth})`;
 }
 
 /**
@@ -63,10 +69,17 @@ export async function verifyCommand(ctx: RecallContext): Promise<ExitCode> {
         ? await servedLogs(ctx.archive, pins, ctx.flags.run !== undefined)
         : null;
   const ok = result.ok && logs?.ok !== false;
-  if (ctx.flags.json) printJson(ctx.io, { ok, runs: result.runs, logs: logs?.logs ?? null });
+  // Through a sidecar no chain is read: what names no log is the sidecar's to count.
+  const withoutLog = logs?.withoutLog ?? null;
+  if (ctx.flags.json)
+    printJson(ctx.io, { ok, runs: result.runs, logs: logs?.logs ?? null, without_log: withoutLog });
   else {
     for (const verdict of result.runs) ctx.io.stdout.write(`${verdictLine(verdict)}\n`);
     for (const verdict of logs?.logs ?? []) ctx.io.stdout.write(`${logLine(verdict)}\n`);
+    if (withoutLog !== null && withoutLog.spans > 0)
+      ctx.io.stdout.write(
+        `${withoutLog.spans} span(s) in ${withoutLog.runs} run(s) were written before the log existed: in no log, sealed by their chains only\n`,
+      );
     const broken = result.runs.filter((r) => r.status === 'break').length;
     const brokenLogs = (logs?.logs ?? []).filter((l) => l.status === 'break').length;
     const logPart =
@@ -88,14 +101,17 @@ async function servedLogs(
   archive: RemoteArchive,
   pins: PinOptions,
   keepPin: boolean,
-): Promise<{ ok: boolean; logs: LogVerdict[] }> {
+): Promise<{ ok: boolean; logs: LogVerdict[]; withoutLog: null }> {
   const logs: LogVerdict[] = [];
-  for (const listed of (await archive.logs()).logs) {
+  const listing = (await archive.logs()).logs;
+  for (const listed of listing) {
     const checked = listed.entries_served ? 'entries' : 'hashes';
     const verdict = await verifyOneLog(archive.logSource(listed.name), { ...pins, checked, keepPin });
     if (verdict !== null) logs.push(verdict);
   }
-  return { ok: logs.every((l) => l.status !== 'break'), logs };
+  // A log pinned here that the sidecar no longer lists (deleted with its runs) is log-missing, as on the volume.
+  if (!keepPin && pins.verifiedDir !== null) logs.push(...(await pinnedLogsGone(pins.verifiedDir, listing)));
+  return { ok: logs.every((l) => l.status !== 'break'), logs, withoutLog: null };
 }
 
 /** `--heads`: each run's chain head. */

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 
 import {
   CAPTURE_ROUTE,
@@ -24,7 +24,7 @@ import { SealMonitor } from '../archive-verifier/seal-monitor';
  * a retried or overlapping post never duplicates or tears the transcript.
  */
 @Injectable()
-export class CaptureIntake {
+export class CaptureIntake implements OnApplicationShutdown {
   private readonly archive: SealedArchive;
   /** One capture per stored session at a time in this process. */
   private readonly queues = new Map<string, Promise<unknown>>();
@@ -49,6 +49,11 @@ export class CaptureIntake {
     // Its chain lines are checked within a second, like the compaction archive's (ADR 0120), not only by the full
     // verify every 10 minutes.
     seal.watch(this.archive);
+  }
+
+  /** After the last request: the log's last checkpoint, then the log released (issue 29). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.archive.stop();
   }
 
   /** Writes the lines when they continue the archived transcript; else says where it ends. */

@@ -53,6 +53,8 @@ const AFTER_FORWARD = new Set([
 export function failOpenMessage(stage: FailOpenStage, reason: string): string {
   if (AFTER_FORWARD.has(reason))
     return `a ${reason.replace('_', ' ')} failed after the request was forwarded; the request is not affected`;
+  if (reason === 'log_entries_dropped')
+    return 'the span log cannot open and 10,000 entries wait for it: further entries are dropped (the spans stay sealed), and the next sidecar started on this host logs them';
   if (reason === 'handle_key_ephemeral')
     return 'the handle key could not be made on the data volume: compaction handles are sealed with a key of this process only';
   if (reason === 'count_forecast')
