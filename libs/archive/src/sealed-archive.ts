@@ -131,9 +131,7 @@ export class SealedArchive extends ArchiveWriter {
   override async place(input: SpanInput): Promise<PlacedSpan & { logged: Promise<void> }> {
     // Numbered at entry: concurrent writes of several sessions must not shift a crash point armed for the N-th.
     const write = ++this.spanWrites;
-    const placed = await this.withWriter(runSession(input), 'span', (w) =>
-      w.placeSpan(input, write),
-    );
+    const placed = await this.withWriter(runSession(input), 'span', (w) => w.placeSpan(input, write));
     // The commit hands the span's entry to the log before `sealed` settles; the log's settling then covers it.
     const logged = placed.sealed.then(
       () => this.logSettled(),
