@@ -48,6 +48,7 @@ interface Precompact {
   used: number;
   failed: number;
   running: number;
+  wasted: number;
 }
 
 async function stats(url: string): Promise<Json & { precompact: Precompact; summary_waits: number }> {
@@ -257,16 +258,39 @@ describe('pre-compaction when things go wrong', () => {
   it('drops a pre-computed summary when the history changes under it', async () => {
     const stack = await startStack({ stub: { window: WINDOW }, env: ON });
     try {
-      // The client rewrites its first user message on turn 9: the summaries made before no longer match.
-      await converse(stack.baseURL, stack.guardian.url, 16, (history, turn) => {
-        if (turn === 9) history[1] = { role: 'user', content: `Edited: ${userTurn(1)}` };
-      });
-      const before9 = forwarded(stack.stub).slice(0, 8).map(summaryBlock);
-      const after = forwarded(stack.stub).slice(8);
+      // The client rewrites its first user message on the turn after a summary was made ahead of it: the summary no
+      // longer matches the history, and nothing made before the edit is forwarded after it.
+      const client = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-test', maxRetries: 0 });
+      const history: ChatCompletionMessageParam[] = [
+        { role: 'system', content: 'You are a careful engineer.' },
+      ];
+      let edited: number | undefined;
+      for (let turn = 1; turn <= 24 && edited === undefined; turn++) {
+        history.push({ role: 'user', content: userTurn(turn) });
+        const res = await client.chat.completions.create({ model: 'stub-model', messages: history });
+        history.push({ role: 'assistant', content: res.choices[0]?.message.content ?? '' });
+        await idle(stack.guardian.url);
+        const s = await stats(stack.guardian.url);
+        if (s.precompact.done > s.precompact.used) {
+          edited = forwarded(stack.stub).length;
+          history[1] = { role: 'user', content: `Edited: ${userTurn(1)}` };
+        }
+      }
+      expect(edited).toBeDefined();
+      for (let turn = 1; turn <= 4; turn++) {
+        history.push({ role: 'user', content: `After the edit ${turn}: ${filler(turn + 40, 300)}` });
+        const res = await client.chat.completions.create({ model: 'stub-model', messages: history });
+        history.push({ role: 'assistant', content: res.choices[0]?.message.content ?? '' });
+        await idle(stack.guardian.url);
+      }
+      const before = forwarded(stack.stub).slice(0, edited).map(summaryBlock);
+      const after = forwarded(stack.stub).slice(edited);
       for (const block of after.map(summaryBlock).filter((b): b is string => b !== undefined))
-        for (const old of before9.filter((b): b is string => b !== undefined)) expect(block).not.toBe(old);
+        for (const old of before.filter((b): b is string => b !== undefined)) expect(block).not.toBe(old);
+      // The one made ahead of the edit was never used.
       const s = await stats(stack.guardian.url);
       expect(s.precompact.done).toBeGreaterThan(s.precompact.used);
+      expect(s.precompact.wasted).toBeGreaterThan(0);
     } finally {
       await stack.close();
     }

@@ -16,9 +16,10 @@ export {
 export { carriedAnchors } from './anchors';
 export { checkpointSummary } from './checkpoint';
 export { allowedCuts, evictedIndexes } from './cuts';
-export { Calibration, requestChars, silentlyTruncated, tokensForChars } from './estimate';
+export { Calibration, messageTokens, requestChars, silentlyTruncated, tokensForChars } from './estimate';
 export { LEDGER_HEADING } from './ledger';
 export { carriedPins, extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
+export { nextTurnMessages } from './next-turn';
 export { chooseCut, chooseMemo, planCompaction, type PlanInput } from './planner';
 export { canonicalDigest, hashText, hashTexts, prefixHashes, sortedKeyJson } from './prefix-hash';
 export {

@@ -1,6 +1,6 @@
 import { allowedCuts } from './cuts';
 import { messageTokens, tokensForChars } from './estimate';
-import { previewSavings } from './headroom';
+import { keepPreviousTurn, previewSavings } from './headroom';
 import type { BudgetInfo, Counter, KeepRecent, NeutralMessage } from './types';
 
 /** The fewest messages a new cut keeps verbatim (ARCHITECTURE.md#compaction). */
@@ -111,8 +111,14 @@ export function planCompaction(input: PlanInput): Plan {
     if (previewed <= budget.budget) return { action: 'reuse', cut: from, tokens: previewed };
   }
 
-  const cut = chooseCut(input, from);
-  if (cut !== undefined) return { action: 'compact', from, cut };
+  const chosen = chooseCut(input, from);
+  // A cut that would keep only the newest turn keeps the small turn before it too (ADR 0021, amended): then every
+  // new cut can be summarised ahead, behind the answer before it (ADR 0009).
+  const cut =
+    chosen !== undefined && (input.keep.headroomTurns ?? 0) > 0
+      ? keepPreviousTurn(input, from, chosen)
+      : chosen;
+  if (cut !== undefined && cut > from) return { action: 'compact', from, cut };
   // No later cut: the memoized one is still the best start (spill and shedding follow in the rebuild).
   if (reuseTokens !== undefined) return { action: 'reuse', cut: from, tokens: reuseTokens };
   return { action: 'no-cut', tokens: input.requestTokens };

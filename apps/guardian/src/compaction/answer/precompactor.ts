@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
-import { chooseCut, type PlanInput } from '@guardian/compaction';
+import { computeBudget, marginedBudget, planCompaction } from '@guardian/compaction';
 import { MemoStore } from '@guardian/memo';
 import type { PrecompactOutcome } from '@guardian/telemetry';
 
@@ -8,6 +8,7 @@ import { GuardianConfig } from '../../config/guardian-config';
 import { reasonOf } from '../compaction-errors';
 import type { Decision, RequestContext } from '../handoff';
 import { conversationPrefixHashes } from '../request/conversation-reader';
+import { RequestCounter } from '../request/request-counter';
 import { requestPlanInput } from '../decide/compaction-engine';
 import { PrecompactJobs, type PrecompactJob } from '../decide/precompact-jobs';
 import { StretchService } from '../decide/stretch-service';
@@ -18,10 +19,11 @@ const PRECOMPACT_LOCK = 'precompact';
 
 /**
  * Background pre-compaction (issue 14, ADR 0009): when a session's forwarded request passes
- * GUARDIAN_PRECOMPACT_THRESHOLD of its budget, after the answer has gone back, the stretch the next cut will evict is
- * summarised and memoized (in Redis when configured), so the turn that crosses the budget is a memo hit and no client
- * waits on the summariser. The cut comes from the same planner the foreground uses; the foreground takes it by
- * reusing the memo (the earliest memoized cut that fits), and a history that changed simply does not match it.
+ * GUARDIAN_PRECOMPACT_THRESHOLD of its budget, after the answer has gone back, the stretch the next turn's cut will
+ * evict is summarised and memoized (in Redis when configured), so the turn that needs it finds it made and no client
+ * waits on the summariser. The cut is the planner's own (planCompaction, the one the foreground runs) for the request
+ * the next turn will send, projected from this one (nextTurnMessages); the foreground plans its own request and takes
+ * the summary only where it cuts there too, and a history that changed simply does not match it.
  * One job per session, across replicas (a lock in the memo), GUARDIAN_PRECOMPACT_CONCURRENCY in all per process; a
  * failure changes nothing for any client.
  */
@@ -35,6 +37,7 @@ export class Precompactor implements OnModuleDestroy {
     private readonly jobs: PrecompactJobs,
     private readonly reporter: AnswerReporter,
     private readonly memo: MemoStore,
+    private readonly counter: RequestCounter,
   ) {}
 
   /** Called once a client's answer has ended well: starts a background summary when the request was big enough. */
@@ -51,7 +54,7 @@ export class Precompactor implements OnModuleDestroy {
     const job: PrecompactJob = { cut: 0, abort: new AbortController(), done: Promise.resolve() };
     this.jobs.add(ctx.session.stateHash, job);
     this.reporter.precompactRunning(this.jobs.size);
-    job.done = this.run(ctx, job, d.tokensAfter)
+    job.done = this.run(ctx, job)
       .then((outcome) => this.count(outcome))
       .catch((err: unknown) => {
         if (job.abort.signal.aborted) return this.count('abandoned');
@@ -71,14 +74,21 @@ export class Precompactor implements OnModuleDestroy {
     await Promise.allSettled(jobs.map((j) => j.done));
   }
 
-  private async run(
-    ctx: RequestContext,
-    job: PrecompactJob,
-    forwardedTokens: number,
-  ): Promise<PrecompactOutcome> {
-    // The client's request is over: the job has its own signal, aborted when moot or at shutdown.
+  private async run(ctx: RequestContext, job: PrecompactJob): Promise<PrecompactOutcome> {
+    // The client's request is over: the job has its own signal, aborted when moot or at shutdown. It plans and asks as
+    // the next request will be measured: with the count factor this answer's usage taught (ADR 0003) and the budget
+    // that leaves, so that the cut and the summary are the ones that request takes.
+    const { threshold, reserveOutput } = this.config.compaction;
+    const model = ctx.conv.model;
+    const counter = this.counter.counterFor(model);
+    const estimated = ctx.count.source === 'estimate' || ctx.count.source === 'calibrated';
     const bg: RequestContext = {
       ...ctx,
+      count: estimated ? this.counter.estimate(ctx.conv) : { ...ctx.count, counter },
+      budget: marginedBudget(
+        computeBudget(ctx.window.window, threshold, reserveOutput),
+        estimated && this.counter.unproven(model),
+      ),
       input: { ...ctx.input, signal: job.abort.signal },
       reason: 'budget',
     };
@@ -92,32 +102,34 @@ export class Precompactor implements OnModuleDestroy {
     );
     if (!lock) return 'busy';
     try {
-      return await this.runLocked(bg, job, forwardedTokens);
+      return await this.runLocked(bg, job);
     } finally {
       await lock.release();
     }
   }
 
-  private async runLocked(
-    bg: RequestContext,
-    job: PrecompactJob,
-    forwardedTokens: number,
-  ): Promise<PrecompactOutcome> {
+  private async runLocked(bg: RequestContext, job: PrecompactJob): Promise<PrecompactOutcome> {
     const hashes = conversationPrefixHashes(bg.conv);
     const entries = await this.stretches.lookup(bg, hashes);
-    const latest = entries.at(-1);
-    // One stretch ahead at most: a summary made ahead of need and not used yet is enough.
-    if (latest?.precomputed) return 'not_needed';
-    const planned = requestPlanInput(bg, this.config.compaction, latest ? [latest] : []);
-    const from = planned.memo?.cut ?? 0;
-    // The cut the planner will take when the request crosses its budget, a few turns from now: the keep-recent cut
-    // of that request, whose kept part will hold the turns still to come. So, from the end of this request, keep
-    // that much less (the 4-message minimum still holds). A cut chosen from today's end would evict less than
-    // the foreground will, and cost a summary every turn or two (docs/adr/0009-pre-compaction.md).
-    const cut = chooseCut(aheadOfCrossing(planned.input, forwardedTokens), from);
-    if (cut === undefined || !this.stretches.worthSummarising(bg, from, cut)) return 'not_needed';
-    job.cut = cut;
-    const made = await this.stretches.summarise(bg, hashes, planned.memo, from, cut, { precomputed: true });
+    // The foreground plans from the cuts clients' requests took (compaction-engine.ts), and so does this plan.
+    const planned = requestPlanInput(
+      bg,
+      this.config.compaction,
+      entries.filter((e) => !e.precomputed),
+      { ahead: true },
+    );
+    const plan = planCompaction(planned.input);
+    if (plan.action !== 'compact') return 'not_needed';
+    // A cut past this request's messages evicts the answer to it, which only the next request carries: nothing can
+    // be summarised ahead of that turn (the planner keeps such cuts to turns it cannot spare: ADR 0021).
+    if (plan.cut >= bg.conv.messages.length) return 'not_ahead';
+    // Summarised already, ahead or for a request.
+    if (entries.some((e) => e.cut === plan.cut)) return 'not_needed';
+    if (!this.stretches.worthSummarising(bg, plan.from, plan.cut)) return 'not_needed';
+    job.cut = plan.cut;
+    const made = await this.stretches.summarise(bg, hashes, planned.memo, plan.from, plan.cut, {
+      precomputed: true,
+    });
     if (job.abort.signal.aborted) return 'abandoned';
     // The model could not summarise it (or its breaker is open): a checkpoint stands in, memoized like a summary.
     if (made.entry.checkpoint) return 'failed';
@@ -129,16 +141,4 @@ export class Precompactor implements OnModuleDestroy {
   private count(outcome: PrecompactOutcome): void {
     this.reporter.precompact(outcome);
   }
-}
-
-/**
- * The planner input as it will be at the crossing: the keep-recent share less the room the forwarded request still
- * leaves below the budget (what the turns to come will fill).
- */
-export function aheadOfCrossing(input: PlanInput, forwardedTokens: number): PlanInput {
-  if (input.keep.messages !== undefined) return input;
-  const span = input.budget.window - input.budget.reserve;
-  const left = Math.max(0, input.budget.budget - forwardedTokens);
-  const fraction = Math.max(0, input.keep.fraction * span - left) / span;
-  return { ...input, keep: { fraction } };
 }
