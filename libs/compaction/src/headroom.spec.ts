@@ -122,6 +122,26 @@ describe('a new cut keeps the turn before the newest (ADR 0021, amended)', () =>
   });
 });
 
+describe('where the newest message is cut whatever is cut before it (ADR 0021, amended)', () => {
+  // The newest 6,000-token paste does not fit a 5,000 budget beside anything: the rebuild cuts it in every case.
+  const budget: BudgetInfo = { window: 20_000, budget: 5000, reserve: 0, reserveClamped: false };
+  const memo = { cut: 3, summaryTokens: 200 };
+  const plan = (turns: number, m?: PlanInput['memo']) =>
+    planCompaction(input(short(pastes(turns, 6000)), budget, 2, m));
+
+  it('keeps the sticky cut while the turns before the newest, shortened, take a preview at most', () => {
+    // One character is a token here: a short preview with its pointer is ~410 tokens, so one turn stays under 512.
+    expect(plan(2, memo)).toEqual({ action: 'reuse', cut: 3, tokens: expect.any(Number) as number });
+    // Without a memo the first turns are only spilled, under the same rule.
+    expect(plan(1)).toMatchObject({ action: 'no-cut' });
+  });
+
+  it('makes a new cut once they take more, keeping the turn before the newest', () => {
+    // From 3, the turns before the newest (at 7) are two: over a preview. The cut keeps one of them.
+    expect(plan(3, memo)).toEqual({ action: 'compact', from: 3, cut: 5 });
+  });
+});
+
 /** The same session with 20-token answers (one character is a token here, so a pointer alone is ~270 tokens). */
 function short(messages: NeutralMessage[]): NeutralMessage[] {
   return messages.map((m, i) => (m.role === 'assistant' ? message('assistant', 20, i) : m));

@@ -38,47 +38,34 @@ export function previewSavings(
 }
 
 /**
- * The most the turn before the newest may take, its pastes cut to their short previews, for a new cut to keep it
- * rather than evict it (ADR 0021, amended): a preview's worth.
+ * The most the turns kept before the newest may take, their pastes cut to their short previews, where keeping them
+ * is what lets the next cut be made ahead or spares a cut (ADR 0021, amended): a preview's worth of the newest
+ * message's room.
  */
 export const PREVIOUS_TURN_MAX_TOKENS = SPILL_PREVIEW_TOKENS;
 
+interface TurnInput {
+  messages: readonly NeutralMessage[];
+  counter: Counter;
+  allowed?: readonly boolean[];
+  pinsBy?: readonly (readonly string[])[];
+}
+
+/** Where the newest turn starts: the last allowed cut (a person's message no tool call spans), if any. */
+export function newestTurnStart(allowed: readonly boolean[], messages: number): number | undefined {
+  for (let c = messages - 1; c > 0; c--) if (allowed[c]) return c;
+  return undefined;
+}
+
 /**
- * Where a new cut stops when the one chosen would keep only the newest turn (`cut` is the last allowed cut): at the
- * start of the turn before it, when that turn, its pastes cut to their short previews, takes at most
- * PREVIOUS_TURN_MAX_TOKENS. That start is the allowed cut before `cut`, or `from` when there is none after it (nothing
- * new is evicted: the sticky cut is reused, or, from 0, nothing is cut and the rebuild's spill does the rest).
- * Otherwise `cut` itself.
- *
- * A cut that keeps only the newest turn evicts the answer to the request before it, which no request but this one
- * carries: no summary of it can be made ahead of the turn that needs it, so that turn waited on the summariser, and on
- * a window the client's own part nearly fills every turn did (issue 30 item 12). The turn before, kept and cut to its
- * short previews, costs the newest message at most that many tokens of room, and the next cut evicts only messages
- * the request before it held, which the background pre-compactor summarises ahead (ADR 0009).
+ * Tokens of messages [start, end), system messages aside, with each message the rebuild may cut taken at its short
+ * preview (the pointer at its longest, the pins it carries): the least the rebuild can make of them.
  */
-export function keepPreviousTurn(
-  input: {
-    messages: readonly NeutralMessage[];
-    counter: Counter;
-    allowed?: readonly boolean[];
-    pinsBy?: readonly (readonly string[])[];
-  },
-  from: number,
-  cut: number,
-): number {
+export function shortenedTokens(input: TurnInput, start: number, end: number): number {
   const { messages, counter } = input;
-  const allowed = input.allowed ?? allowedCuts(messages);
-  for (let c = cut + 1; c < messages.length; c++) if (allowed[c]) return cut;
-  let start = from;
-  for (let c = cut - 1; c > from; c--) {
-    if (allowed[c]) {
-      start = c;
-      break;
-    }
-  }
   const overhead = tokensForChars(MESSAGE_OVERHEAD_CHARS, counter);
   let kept = 0;
-  for (let i = start; i < cut; i++) {
+  for (let i = start; i < end; i++) {
     const m = messages[i];
     if (!m || m.role === 'system') continue;
     const t = messageTokens(m, counter);
@@ -87,7 +74,31 @@ export function keepPreviousTurn(
       tokensForChars(spillReserveChars(input.pinsBy?.[i] ?? []), counter) +
       overhead;
     kept += m.spillable && t > short ? short : t;
-    if (kept > PREVIOUS_TURN_MAX_TOKENS) return cut;
   }
-  return start;
+  return kept;
+}
+
+/**
+ * Where a new cut stops when the one chosen would keep only the newest turn (`cut` is the last allowed cut): at the
+ * start of the turn before it, when that turn, shortened, takes at most PREVIOUS_TURN_MAX_TOKENS. That start is the
+ * allowed cut before `cut`, or `from` when there is none after it (nothing new is evicted: the sticky cut is reused,
+ * or, from 0, nothing is cut and the rebuild's spill does the rest). Otherwise `cut` itself.
+ *
+ * A cut that keeps only the newest turn evicts the answer to the request before it, which no request but this one
+ * carries: no summary of it can be made ahead of the turn that needs it, so that turn waited on the summariser, and on
+ * a window the client's own part nearly fills every turn did (issue 30 item 12). The turn before, kept and shortened,
+ * costs the newest message at most that many tokens of room, and the next cut evicts only messages the request before
+ * it held, which the background pre-compactor summarises ahead (ADR 0009).
+ */
+export function keepPreviousTurn(input: TurnInput, from: number, cut: number): number {
+  const allowed = input.allowed ?? allowedCuts(input.messages);
+  if (newestTurnStart(allowed, input.messages.length) !== cut) return cut;
+  let start = from;
+  for (let c = cut - 1; c > from; c--) {
+    if (allowed[c]) {
+      start = c;
+      break;
+    }
+  }
+  return shortenedTokens(input, start, cut) <= PREVIOUS_TURN_MAX_TOKENS ? start : cut;
 }
