@@ -218,6 +218,60 @@ describe('a turn that needs the stretch still being summarised in the background
   });
 });
 
+describe('a session that carries two conversations', () => {
+  // Qwen Code sends a side request with its own system prompt and tools every turn, in the same session. With one
+  // background job per session, the side request's job was refused as busy behind the main one's, and its next cut
+  // waited on the summariser in the foreground.
+  it('makes each conversation its summary ahead, so neither waits', async () => {
+    // Turns of one size and one answer: the summary made ahead is the one the next turn takes, every time. The
+    // summariser takes a while, so the main conversation's job is still under way when the side request is answered.
+    const stack = await startStack({
+      stub: { window: WINDOW, reply: () => ({ text: 'Noted; go on.' }), summaryDelayMs: 400 },
+      env: ON,
+    });
+    const sameSize = (turn: number): string => `Step ${String(turn).padStart(2, '0')}: ${filler(7, 300)}`;
+    try {
+      const send = async (messages: ChatCompletionMessageParam[]): Promise<string> => {
+        const res = await fetch(`${stack.baseURL}/chat/completions`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: 'Bearer sk-test',
+            'x-guardian-session': 'one-developer-one-task',
+          },
+          body: JSON.stringify({ model: 'stub-model', messages }),
+        });
+        expect(res.status).toBe(200);
+        const body = (await res.json()) as { choices: { message: { content: string } }[] };
+        return body.choices[0]?.message.content ?? '';
+      };
+      const main: ChatCompletionMessageParam[] = [{ role: 'system', content: 'You are a careful engineer.' }];
+      const side: ChatCompletionMessageParam[] = [
+        { role: 'system', content: 'Say whether the engineer should speak next.' },
+      ];
+      for (let turn = 1; turn <= 20; turn++) {
+        for (const history of [main, side]) {
+          history.push({ role: 'user', content: sameSize(turn) });
+          history.push({ role: 'assistant', content: await send(history) });
+        }
+        await idle(stack.guardian.url);
+      }
+      const s = await stats(stack.guardian.url);
+      const blocks = forwarded(stack.stub).map(summaryBlock);
+      // Both conversations were compacted (the side one's requests are the odd ones) ...
+      expect(blocks.filter((b, i) => b !== undefined && i % 2 === 0).length).toBeGreaterThan(4);
+      expect(blocks.filter((b, i) => b !== undefined && i % 2 === 1).length).toBeGreaterThan(4);
+      // ... each with summaries made behind its own answers: no job was refused as busy, no request waited.
+      const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
+      expect(metrics).toMatch(/guardian_precompact_total\{outcome="busy"\} 0\n/);
+      expect(summaryCalls(stack.stub)).toHaveLength(s.precompact.done);
+      expect(s.summary_waits).toBe(0);
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
 describe('pre-compaction off: the same session waits on the summariser at every new stretch', () => {
   it('makes its summary calls on the request path', async () => {
     const stack = await startStack({

@@ -10,11 +10,14 @@ import type { Decision, RequestContext } from '../handoff';
 import { conversationPrefixHashes } from '../request/conversation-reader';
 import { RequestCounter } from '../request/request-counter';
 import { requestPlanInput } from '../decide/compaction-engine';
-import { PrecompactJobs, type PrecompactJob } from '../decide/precompact-jobs';
+import { conversationJob, PrecompactJobs, type PrecompactJob } from '../decide/precompact-jobs';
 import { StretchService } from '../decide/stretch-service';
 import { AnswerReporter } from './answer-reporter';
 
-/** The memo lock a session's background job holds: a word, never a prefix hash, so never a stretch's lock. */
+/**
+ * The memo lock a conversation's background job holds: this word and the conversation's first prefix hash, so never
+ * a stretch's lock (a bare prefix hash) nor an archive lock.
+ */
 const PRECOMPACT_LOCK = 'precompact';
 
 /**
@@ -24,8 +27,8 @@ const PRECOMPACT_LOCK = 'precompact';
  * waits on the summariser. The cut is the planner's own (planCompaction, the one the foreground runs) for the request
  * the next turn will send, projected from this one (nextTurnMessages); the foreground plans its own request and takes
  * the summary only where it cuts there too, and a history that changed simply does not match it.
- * One job per session, across replicas (a lock in the memo), GUARDIAN_PRECOMPACT_CONCURRENCY in all per process; a
- * failure changes nothing for any client.
+ * One job per conversation, across replicas (a lock in the memo), GUARDIAN_PRECOMPACT_CONCURRENCY in all per process;
+ * a failure changes nothing for any client.
  */
 @Injectable()
 export class Precompactor implements OnModuleDestroy {
@@ -47,14 +50,16 @@ export class Precompactor implements OnModuleDestroy {
     if (threshold <= 0 || !summariser.memo || this.closing) return;
     if (ctx.dryRun || ctx.reason === 'overflow' || d.outcome === 'fail_open') return;
     if (d.tokensAfter < threshold * ctx.budget.budget) return;
-    if (this.jobs.has(ctx.session.stateHash) || this.jobs.size >= summariser.precompact.concurrency) {
+    const hashes = conversationPrefixHashes(ctx.conv);
+    const conversation = conversationJob(ctx.session.stateHash, hashes);
+    if (this.jobs.has(conversation) || this.jobs.size >= summariser.precompact.concurrency) {
       this.count('busy');
       return;
     }
     const job: PrecompactJob = { cut: 0, abort: new AbortController(), done: Promise.resolve() };
-    this.jobs.add(ctx.session.stateHash, job);
+    this.jobs.add(conversation, job);
     this.reporter.precompactRunning(this.jobs.size);
-    job.done = this.run(ctx, job)
+    job.done = this.run(ctx, job, `${PRECOMPACT_LOCK}:${hashes[1] ?? ''}`)
       .then((outcome) => this.count(outcome))
       .catch((err: unknown) => {
         if (job.abort.signal.aborted) return this.count('abandoned');
@@ -62,7 +67,7 @@ export class Precompactor implements OnModuleDestroy {
         this.reporter.precompactFailed(reasonOf(err), ctx.conv.route, err);
       })
       .finally(() => {
-        this.jobs.delete(ctx.session.stateHash);
+        this.jobs.delete(conversation);
         this.reporter.precompactRunning(this.jobs.size);
       });
   }
@@ -74,7 +79,7 @@ export class Precompactor implements OnModuleDestroy {
     await Promise.allSettled(jobs.map((j) => j.done));
   }
 
-  private async run(ctx: RequestContext, job: PrecompactJob): Promise<PrecompactOutcome> {
+  private async run(ctx: RequestContext, job: PrecompactJob, lockKey: string): Promise<PrecompactOutcome> {
     // The client's request is over: the job has its own signal, aborted when moot or at shutdown. It plans and asks as
     // the next request will be measured: with the count factor this answer's usage taught (ADR 0003) and the budget
     // that leaves, so that the cut and the summary are the ones that request takes.
@@ -92,14 +97,10 @@ export class Precompactor implements OnModuleDestroy {
       input: { ...ctx.input, signal: job.abort.signal },
       reason: 'budget',
     };
-    // One job per session across replicas too: with turns alternating between pods, the next turn reached the other
+    // One job per conversation across replicas too: with turns alternating between pods, the next turn reached the other
     // replica while this one's summary was under way, and it summarised a stretch of its own (issue 30 item 7). The
     // lock outlives a summary that times out; a job still running past it costs a duplicate call, never an answer.
-    const lock = await this.memo.lock(
-      bg.session.stateHash,
-      PRECOMPACT_LOCK,
-      this.config.summariser.timeoutMs * 2,
-    );
+    const lock = await this.memo.lock(bg.session.stateHash, lockKey, this.config.summariser.timeoutMs * 2);
     if (!lock) return 'busy';
     try {
       return await this.runLocked(bg, job);

@@ -32,7 +32,7 @@ import type { Decision, NewestCut, RequestContext } from '../handoff';
 import { DecisionReporter } from './decision-reporter';
 import { clearOldResults } from './old-results';
 import { conversationPrefixHashes, requestBytes } from '../request/conversation-reader';
-import { PrecompactJobs } from './precompact-jobs';
+import { conversationJob, PrecompactJobs } from './precompact-jobs';
 import { addStaleRecall, type RecallFacts } from './stale-recall';
 import { StretchArchiver } from './stretch-archiver';
 import { pendingStart, StretchService, type StretchResult } from './stretch-service';
@@ -110,7 +110,7 @@ export class CompactionEngine {
       stretch = await this.stretches.summarise(ctx, hashes, memo, plan.from, plan.cut, { known: found });
     if (stretch) {
       this.reporter.waited(stretch, (performance.now() - waitStarted) / 1000);
-      this.precompacts.moved(ctx.session.stateHash, stretch.entry.cut);
+      this.precompacts.moved(conversationJob(ctx.session.stateHash, hashes), stretch.entry.cut);
     }
 
     // The memo entry as it was weighed (not one reuse() or summarise() replaced): its rebuild input is made already.
