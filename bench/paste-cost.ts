@@ -1,4 +1,4 @@
-// `npm run bench -- paste-cost [-- --turns N --window N]`: summariser calls per compacted turn on the real clients'
+// `npm run bench -- paste-cost [-- --turns N --window N|tight]`: summariser calls per compacted turn on the real clients'
 // long-paste session (issue 32 item 8), and how many turns waited on a summary in the foreground (issue 30 item 12):
 // the cut rule before issue 32 (GUARDIAN_CUT_HEADROOM_TURNS=0) and the current one (the default, 2), each with
 // pre-compaction off, then the current one at the defaults (pre-compaction on, GUARDIAN_PRECOMPACT_THRESHOLD=0.8),
@@ -6,12 +6,13 @@
 // the count does not depend on timing. Also what each carries: the pinned fact in every compacted request, every
 // request inside the window. The sessions are the recorded clients' shapes (test/works-with/recordings, read from
 // the working directory: npm runs benches at the package root) sent as the clients send them, each turn pasting
-// ~17 KB, against the stub at the same hard window.
+// ~17 KB, against the stub at the same hard window. `--window tight` gives each client the window its own part and 60%
+// of one paste fill (in whole KiB), where the newest paste is cut on every turn (test/compaction/newest-cut-tight-window).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-import { startStub } from '@guardian/stub-backend';
+import { countPrompt, startStub } from '@guardian/stub-backend';
 import { createLogger } from '@guardian/telemetry';
 
 import { startGuardian } from '../apps/guardian/src/bootstrap';
@@ -57,6 +58,14 @@ function userText(turn: number): string {
       ? `Remember this: the deploy key is ${FACT}. Review the log below.`
       : `Step ${turn}: review the next log below and say what changed.`;
   return `${head}\n${paste(turn)}`;
+}
+
+/** The client's own part and 60% of one paste, in whole KiB of tokens: its newest paste never fits whole. */
+function tightWindow(rec: Recording): number {
+  const opening = openingBody(rec, userText(1));
+  const own = countPrompt(openingBody(rec, '').body, opening.route);
+  const pasted = countPrompt(opening.body, opening.route) - own;
+  return Math.ceil((own + 0.6 * pasted) / 1024) * 1024;
 }
 
 interface Row {
@@ -148,18 +157,25 @@ async function runSession(
 
 export async function run(args: readonly string[] = []): Promise<void> {
   const turns = option(args, '--turns', 14);
-  const window = option(args, '--window', 32768);
+  const tight = args[args.indexOf('--window') + 1] === 'tight';
+  const window = tight ? 0 : option(args, '--window', 32768);
   const recordings = loadRecordings(resolve('test', 'works-with', 'recordings'));
   const rows: Row[] = [];
   for (const rec of recordings) {
     for (const rule of RULES) {
-      const r = await runSession(rec, { turns, window, ...rule });
-      rows.push({ client: `${rec.client} ${rec.version}`, rule: rule.name, turns, ...r });
+      const at = tight ? tightWindow(rec) : window;
+      const r = await runSession(rec, { turns, window: at, ...rule });
+      rows.push({
+        client: `${rec.client} ${rec.version}${tight ? ` at ${at}` : ''}`,
+        rule: rule.name,
+        turns,
+        ...r,
+      });
     }
   }
   const lines = [
     machineLine('paste-cost'),
-    `# ${turns} turns of ~17 KB pastes per client at a ${window}-token window (stub and GUARDIAN_NUM_CTX), fact on turn 1;`,
+    `# ${turns} turns of ~17 KB pastes per client at ${tight ? "the window the client's own part and 60% of a paste fill" : `a ${window}-token window`} (stub and GUARDIAN_NUM_CTX), fact on turn 1;`,
     '# rule = GUARDIAN_CUT_HEADROOM_TURNS and pre-compaction; calls/compacted = summariser calls / compacted turns;',
     '# waited = turns that waited on a summariser call in the foreground',
     '| client | rule | answered | compacted turns | summariser calls | calls/compacted | waited | fact carried | over window |',
@@ -182,5 +198,5 @@ export async function run(args: readonly string[] = []): Promise<void> {
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
-  writeResults('paste-cost.txt', lines);
+  writeResults(tight ? 'paste-cost-tight.txt' : 'paste-cost.txt', lines);
 }

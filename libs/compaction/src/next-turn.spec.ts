@@ -39,6 +39,29 @@ describe('nextTurnMessages: the request the next turn will send, projected', () 
     expect(shape(nextTurnMessages(messages))).toEqual([...shape(messages), 'assistant:0', 'user:17000']);
   });
 
+  it('after a turn of tool calls, projects the same turn: the calls, their results and the reply', () => {
+    // A coding agent's turn: the person's message, a call, its result, the reply. The next request holds all of them.
+    const messages = [
+      m('user', 300),
+      m('assistant', 60, { callIds: ['c1'], spillable: false }),
+      m('tool', 2000, { resultIds: ['c1'], spillable: false, userTyped: false }),
+      m('assistant', 200),
+      m('user', 280),
+    ];
+    const next = nextTurnMessages(messages);
+    expect(shape(next)).toEqual([
+      ...shape(messages),
+      'assistant:60',
+      'tool:2000',
+      'assistant:200',
+      'user:280',
+    ]);
+    expect(next[6]!.resultIds).toEqual(next[5]!.callIds);
+    expect(next[5]!.callIds[0]).not.toBe('c1');
+    // The cuts of the projection are this request's and the new question's: none inside the projected tool round.
+    expect(allowedCuts(next).slice(5)).toEqual([false, false, false, true, false]);
+  });
+
   it('in a tool loop, projects another call and its results, paired, with no new place to cut', () => {
     const messages = [
       m('user', 300),

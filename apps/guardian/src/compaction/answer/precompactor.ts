@@ -10,6 +10,7 @@ import type { Decision, RequestContext } from '../handoff';
 import { conversationPrefixHashes } from '../request/conversation-reader';
 import { RequestCounter } from '../request/request-counter';
 import { requestPlanInput } from '../decide/compaction-engine';
+import { resultClearing } from '../decide/old-results';
 import { conversationJob, PrecompactJobs, type PrecompactJob } from '../decide/precompact-jobs';
 import { StretchService } from '../decide/stretch-service';
 import { AnswerReporter } from './answer-reporter';
@@ -121,6 +122,10 @@ export class Precompactor implements OnModuleDestroy {
     );
     const plan = planCompaction(planned.input);
     if (plan.action !== 'compact') return 'not_needed';
+    // The foreground clears old tool results first, and summarises only when that is not enough (issue 32 item 3).
+    const { messages, requestTokens } = planned.input;
+    if (this.config.compaction.clearToolResults && resultClearing(messages, requestTokens, bg))
+      return 'not_needed';
     // A cut past this request's messages evicts the answer to it, which only the next request carries: nothing can
     // be summarised ahead of that turn (the planner keeps such cuts to turns it cannot spare: ADR 0021).
     if (plan.cut >= bg.conv.messages.length) return 'not_ahead';
