@@ -48,6 +48,7 @@ interface Precompact {
   used: number;
   failed: number;
   running: number;
+  wasted: number;
 }
 
 async function stats(url: string): Promise<Json & { precompact: Precompact; summary_waits: number }> {
@@ -217,6 +218,60 @@ describe('a turn that needs the stretch still being summarised in the background
   });
 });
 
+describe('a session that carries two conversations', () => {
+  // Qwen Code sends a side request with its own system prompt and tools every turn, in the same session. With one
+  // background job per session, the side request's job was refused as busy behind the main one's, and its next cut
+  // waited on the summariser in the foreground.
+  it('makes each conversation its summary ahead, so neither waits', async () => {
+    // Turns of one size and one answer: the summary made ahead is the one the next turn takes, every time. The
+    // summariser takes a while, so the main conversation's job is still under way when the side request is answered.
+    const stack = await startStack({
+      stub: { window: WINDOW, reply: () => ({ text: 'Noted; go on.' }), summaryDelayMs: 400 },
+      env: ON,
+    });
+    const sameSize = (turn: number): string => `Step ${String(turn).padStart(2, '0')}: ${filler(7, 300)}`;
+    try {
+      const send = async (messages: ChatCompletionMessageParam[]): Promise<string> => {
+        const res = await fetch(`${stack.baseURL}/chat/completions`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: 'Bearer sk-test',
+            'x-guardian-session': 'one-developer-one-task',
+          },
+          body: JSON.stringify({ model: 'stub-model', messages }),
+        });
+        expect(res.status).toBe(200);
+        const body = (await res.json()) as { choices: { message: { content: string } }[] };
+        return body.choices[0]?.message.content ?? '';
+      };
+      const main: ChatCompletionMessageParam[] = [{ role: 'system', content: 'You are a careful engineer.' }];
+      const side: ChatCompletionMessageParam[] = [
+        { role: 'system', content: 'Say whether the engineer should speak next.' },
+      ];
+      for (let turn = 1; turn <= 20; turn++) {
+        for (const history of [main, side]) {
+          history.push({ role: 'user', content: sameSize(turn) });
+          history.push({ role: 'assistant', content: await send(history) });
+        }
+        await idle(stack.guardian.url);
+      }
+      const s = await stats(stack.guardian.url);
+      const blocks = forwarded(stack.stub).map(summaryBlock);
+      // Both conversations were compacted (the side one's requests are the odd ones) ...
+      expect(blocks.filter((b, i) => b !== undefined && i % 2 === 0).length).toBeGreaterThan(4);
+      expect(blocks.filter((b, i) => b !== undefined && i % 2 === 1).length).toBeGreaterThan(4);
+      // ... each with summaries made behind its own answers: no job was refused as busy, no request waited.
+      const metrics = await (await fetch(`${stack.guardian.url}/metrics`)).text();
+      expect(metrics).toMatch(/guardian_precompact_total\{outcome="busy"\} 0\n/);
+      expect(summaryCalls(stack.stub)).toHaveLength(s.precompact.done);
+      expect(s.summary_waits).toBe(0);
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
 describe('pre-compaction off: the same session waits on the summariser at every new stretch', () => {
   it('makes its summary calls on the request path', async () => {
     const stack = await startStack({
@@ -257,16 +312,39 @@ describe('pre-compaction when things go wrong', () => {
   it('drops a pre-computed summary when the history changes under it', async () => {
     const stack = await startStack({ stub: { window: WINDOW }, env: ON });
     try {
-      // The client rewrites its first user message on turn 9: the summaries made before no longer match.
-      await converse(stack.baseURL, stack.guardian.url, 16, (history, turn) => {
-        if (turn === 9) history[1] = { role: 'user', content: `Edited: ${userTurn(1)}` };
-      });
-      const before9 = forwarded(stack.stub).slice(0, 8).map(summaryBlock);
-      const after = forwarded(stack.stub).slice(8);
+      // The client rewrites its first user message on the turn after a summary was made ahead of it: the summary no
+      // longer matches the history, and nothing made before the edit is forwarded after it.
+      const client = new OpenAI({ baseURL: stack.baseURL, apiKey: 'sk-test', maxRetries: 0 });
+      const history: ChatCompletionMessageParam[] = [
+        { role: 'system', content: 'You are a careful engineer.' },
+      ];
+      let edited: number | undefined;
+      for (let turn = 1; turn <= 24 && edited === undefined; turn++) {
+        history.push({ role: 'user', content: userTurn(turn) });
+        const res = await client.chat.completions.create({ model: 'stub-model', messages: history });
+        history.push({ role: 'assistant', content: res.choices[0]?.message.content ?? '' });
+        await idle(stack.guardian.url);
+        const s = await stats(stack.guardian.url);
+        if (s.precompact.done > s.precompact.used) {
+          edited = forwarded(stack.stub).length;
+          history[1] = { role: 'user', content: `Edited: ${userTurn(1)}` };
+        }
+      }
+      expect(edited).toBeDefined();
+      for (let turn = 1; turn <= 4; turn++) {
+        history.push({ role: 'user', content: `After the edit ${turn}: ${filler(turn + 40, 300)}` });
+        const res = await client.chat.completions.create({ model: 'stub-model', messages: history });
+        history.push({ role: 'assistant', content: res.choices[0]?.message.content ?? '' });
+        await idle(stack.guardian.url);
+      }
+      const before = forwarded(stack.stub).slice(0, edited).map(summaryBlock);
+      const after = forwarded(stack.stub).slice(edited);
       for (const block of after.map(summaryBlock).filter((b): b is string => b !== undefined))
-        for (const old of before9.filter((b): b is string => b !== undefined)) expect(block).not.toBe(old);
+        for (const old of before.filter((b): b is string => b !== undefined)) expect(block).not.toBe(old);
+      // The one made ahead of the edit was never used.
       const s = await stats(stack.guardian.url);
       expect(s.precompact.done).toBeGreaterThan(s.precompact.used);
+      expect(s.precompact.wasted).toBeGreaterThan(0);
     } finally {
       await stack.close();
     }

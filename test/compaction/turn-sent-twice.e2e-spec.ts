@@ -225,7 +225,7 @@ async function alternating(replicas: readonly Stack[], turns: number): Promise<n
 
 /** Background jobs this sidecar has settled, whatever the outcome (or declined as busy). */
 async function settled(s: Stack): Promise<number> {
-  const outcomes = ['done', 'not_needed', 'busy', 'failed', 'abandoned'];
+  const outcomes = ['done', 'not_needed', 'not_ahead', 'busy', 'failed', 'abandoned'];
   const counts = await Promise.all(outcomes.map((o) => precompactOutcome(s.guardian.url, o)));
   return counts.reduce((x, y) => x + y, 0);
 }

@@ -234,6 +234,7 @@ async function longMode(work: string, isolation: string): Promise<boolean> {
           turns: LONG_TURNS,
           turnTimeoutMs: TURN_TIMEOUT_MS,
           keep: KEEP,
+          checkDirect: LONG_WINDOW === undefined,
           recorder,
         });
         rows.push(row);

@@ -18,8 +18,9 @@ export { checkpointSummary } from './checkpoint';
 export { allowedCuts, evictedIndexes } from './cuts';
 export { Calibration, requestChars, silentlyTruncated, tokensForChars } from './estimate';
 export { carriedLedger, LEDGER_HEADING } from './ledger';
+export { nextTurnMessages } from './next-turn';
 export { capPins, carriedPins, extractPins, mergePins, mustKeepBullets, pinsByMessage } from './pins';
-export { chooseCut, chooseMemo, planCompaction, type PlanInput } from './planner';
+export { chooseMemo, planCompaction, type PlanInput } from './planner';
 export { canonicalDigest, hashText, hashTexts, prefixHashes, sortedKeyJson } from './prefix-hash';
 export {
   chooseRebuild,

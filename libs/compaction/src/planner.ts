@@ -1,6 +1,12 @@
 import { allowedCuts } from './cuts';
 import { messageTokens, tokensForChars } from './estimate';
-import { previewSavings } from './headroom';
+import {
+  keepPreviousTurn,
+  newestTurnStart,
+  PREVIOUS_TURN_MAX_TOKENS,
+  previewSavings,
+  shortenedTokens,
+} from './headroom';
 import type { BudgetInfo, Counter, KeepRecent, NeutralMessage } from './types';
 
 /** The fewest messages a new cut keeps verbatim (ARCHITECTURE.md#compaction). */
@@ -111,11 +117,44 @@ export function planCompaction(input: PlanInput): Plan {
     if (previewed <= budget.budget) return { action: 'reuse', cut: from, tokens: previewed };
   }
 
-  const cut = chooseCut(input, from);
-  if (cut !== undefined) return { action: 'compact', from, cut };
+  // The newest turn does not fit beside the fixed part and the block as it stands: the rebuild cuts the newest message
+  // whatever is cut before it. Then the sticky cut (or none) stands while the turns kept before the newest, shortened,
+  // take at most a preview's worth of its room, and a cut serves two turns instead of one (ADR 0021, amended).
+  if ((input.keep.headroomTurns ?? 0) > 0 && newestCutAnyway(input, from, reuseTokens, memo?.summaryTokens)) {
+    if (reuseTokens !== undefined) return { action: 'reuse', cut: from, tokens: reuseTokens };
+    if (from === 0) return { action: 'no-cut', tokens: input.requestTokens };
+  }
+
+  const chosen = chooseCut(input, from);
+  // A cut that would keep only the newest turn keeps the small turn before it too (ADR 0021, amended): then every
+  // new cut can be summarised ahead, behind the answer before it (ADR 0009).
+  const cut =
+    chosen !== undefined && (input.keep.headroomTurns ?? 0) > 0
+      ? keepPreviousTurn(input, from, chosen)
+      : chosen;
+  if (cut !== undefined && cut > from) return { action: 'compact', from, cut };
   // No later cut: the memoized one is still the best start (spill and shedding follow in the rebuild).
   if (reuseTokens !== undefined) return { action: 'reuse', cut: from, tokens: reuseTokens };
   return { action: 'no-cut', tokens: input.requestTokens };
+}
+
+/**
+ * True when the request's newest turn does not fit the budget beside the fixed part and the block as it stands (the
+ * sticky one, or none), and the turns kept before it from `from`, shortened, take at most PREVIOUS_TURN_MAX_TOKENS.
+ */
+function newestCutAnyway(
+  input: PlanInput,
+  from: number,
+  reuseTokens: number | undefined,
+  summaryTokens: number | undefined,
+): boolean {
+  if (from > 0 && reuseTokens === undefined) return false;
+  const allowed = input.allowed ?? allowedCuts(input.messages);
+  const newest = newestTurnStart(allowed, input.messages.length);
+  if (newest === undefined || newest <= from) return false;
+  const block = from > 0 ? (summaryTokens ?? 0) : 0;
+  const alone = keptSystemTokens(input) + block + tailTokens(input.messages, newest, input.counter);
+  return alone > input.budget.budget && shortenedTokens(input, from, newest) <= PREVIOUS_TURN_MAX_TOKENS;
 }
 
 /**

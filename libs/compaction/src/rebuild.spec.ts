@@ -8,6 +8,7 @@ import {
   planRebuild,
   rebuiltTokens,
   SPILL_PREVIEW_TOKENS,
+  SPILL_SHORT_PREVIEW_TOKENS,
   type RebuildInput,
 } from './rebuild';
 import type { Counter, NeutralMessage } from './types';
@@ -72,6 +73,33 @@ describe('planRebuild: the order of measures after the cut', () => {
     const plan = planRebuild(input(messages, whole - 1000));
     expect(plan.spills).toEqual([{ index: 1, roomTokens: SPILL_PREVIEW_TOKENS + PTR, newest: false }]);
     expect(plan.tokens).toBe(whole - (3000 - SPILL_PREVIEW_TOKENS - PTR));
+  });
+
+  it('cuts older previews to the short one, oldest first, before it touches the newest message', () => {
+    // Two older pastes previewed are still over by 300: the oldest preview gives way to the short one, the newest
+    // message stays whole (ADR 0021, amended).
+    const messages = [
+      m('user', 3000),
+      m('assistant', 50),
+      m('user', 3000),
+      m('assistant', 50),
+      m('user', 3000),
+    ];
+    const previewed = 2 * (SPILL_PREVIEW_TOKENS + PTR + OH) + 50 + 50 + 3000 + 3 * OH;
+    const plan = planRebuild(input(messages, previewed - 300));
+    expect(plan.spills).toEqual([
+      { index: 0, roomTokens: SPILL_SHORT_PREVIEW_TOKENS + PTR, newest: false },
+      { index: 2, roomTokens: SPILL_PREVIEW_TOKENS + PTR, newest: false },
+    ]);
+    expect(plan.tokens).toBe(previewed - (SPILL_PREVIEW_TOKENS - SPILL_SHORT_PREVIEW_TOKENS));
+    // Both short and still over: only then is the newest message cut.
+    const tight = planRebuild(input(messages, previewed - 1000));
+    expect(tight.spills.map((x) => [x.index, x.roomTokens])).toEqual([
+      [0, SPILL_SHORT_PREVIEW_TOKENS + PTR],
+      [2, SPILL_SHORT_PREVIEW_TOKENS + PTR],
+      [4, expect.any(Number) as number],
+    ]);
+    expect(tight.spills.at(-1)?.newest).toBe(true);
   });
 
   it('takes older pastes oldest first, and only as many as it needs', () => {

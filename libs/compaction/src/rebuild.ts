@@ -12,6 +12,14 @@ const BLOCK_OVERHEAD_CHARS = 16;
 export const SPILL_PREVIEW_TOKENS = 512;
 /** Below this much room for head and tail a cut of the newest message would say nothing useful: it is left whole. */
 export const MIN_SPILL_ROOM_TOKENS = 128;
+/**
+ * What an older paste is cut to when its preview is still too much: a head and a tail of the least useful room (its
+ * first lines, where a person's question to the paste usually is, and its last), plus the pointer. Fixed, like the
+ * preview; the rebuild takes it before it cuts the newest message, and the planner counts on it before it makes a
+ * new cut (ADR 0021, amended): with Claude Code's own part filling three quarters of a 32,768 budget, a 512-token preview
+ * beside the newest 17 KB paste was over by a few dozen tokens, and every turn cost a summary.
+ */
+export const SPILL_SHORT_PREVIEW_TOKENS = 128; // the same as MIN_SPILL_ROOM_TOKENS: the least useful room
 
 export interface RebuildInput {
   messages: readonly NeutralMessage[];
@@ -92,8 +100,9 @@ export function newestTyped(messages: readonly NeutralMessage[], from: number): 
 /**
  * The rebuild around one cut (ARCHITECTURE.md#compaction, order of measures, after the planner chose the cut): keep
  * the system messages and the tail; place the block with every pin, ledger entry and stated value; while over budget,
- * cut older pastes to a preview, oldest first; then the newest typed message, only when it alone exceeds what is
- * left; then shed the stated values, the ledger, then the pins, each oldest first, and only when the request fits without them (what the user said
+ * cut older pastes to a preview, oldest first, then those previews to the short one, oldest first; then the newest
+ * typed message, only when it alone exceeds what is left; then shed the stated values, the ledger, then the pins, each
+ * oldest first, and only when the request fits without them (what the user said
  * is carried unless it is itself the excess: ADR 0008, ADR 0012).
  * Pure: the spills' archive writes and texts happen after, from `spills` (see {@link rebuiltTokens}).
  */
@@ -126,6 +135,14 @@ export function planRebuild(input: RebuildInput): RebuildPlan {
     if (t <= room + overhead) continue;
     spills.push({ index: i, roomTokens: room, newest: false });
     body -= t - (room + overhead);
+  }
+  // Still over with every older paste previewed: each preview gives way to the short one, oldest first, before the
+  // newest message is cut (ADR 0021, amended).
+  for (const s of spills) {
+    if (total() <= budget) break;
+    const room = SPILL_SHORT_PREVIEW_TOKENS + reserve(s.index);
+    body -= s.roomTokens - room;
+    s.roomTokens = room;
   }
   const m = newest === undefined ? undefined : messages[newest];
   // The newest message is cut only when the request is over the whole budget: an unproven estimate's margin is taken

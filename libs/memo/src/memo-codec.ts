@@ -17,6 +17,7 @@ const memoEntrySchema = z.object({
   spans: z.array(z.string()),
   spanTotal: z.number().int().nonnegative().optional(),
   precomputed: z.boolean().optional(),
+  asked: z.string().optional(),
   checkpoint: z.boolean().optional(),
   summaryTokens: z.number().nonnegative(),
   createdAt: z.string(),
@@ -70,6 +71,7 @@ export function decodeEntry(raw: string): MemoEntry {
   if (entry.pendingFrom === undefined) delete entry.pendingFrom;
   if (entry.spanTotal === undefined) delete entry.spanTotal;
   if (entry.precomputed === undefined) delete entry.precomputed;
+  if (entry.asked === undefined) delete entry.asked;
   if (entry.checkpoint === undefined) delete entry.checkpoint;
   return entry;
 }

@@ -37,6 +37,11 @@ export interface MemoEntry {
   spanTotal?: number;
   /** Summarised in the background ahead of need (issue 14), and not yet reused by a client request. */
   precomputed?: boolean;
+  /**
+   * Of a summary made ahead of need: the hash of what the summariser was asked (the transcript lines, the summary it
+   * extends, the limits). A client request takes it only when it would have asked exactly that (ADR 0009).
+   */
+  asked?: string;
   /** The summary is a checkpoint written without a model: the summariser failed for this stretch (issue 20). */
   checkpoint?: boolean;
   /** Estimated tokens of `summary` (so a reuse needs no recount). */

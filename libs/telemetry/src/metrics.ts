@@ -47,10 +47,20 @@ export const ARCHIVE_FAILURE_REASONS = ['no_space', 'read_only', 'permission', '
 export const RECOVERY_OUTCOMES = ['ok', 'failed'] as const;
 /**
  * What a background pre-compaction did: `done` stored a summary, `used` is a foreground request that reused one,
- * `not_needed` found nothing to evict yet, `busy` was skipped (one per session, GUARDIAN_PRECOMPACT_CONCURRENCY in
- * all), `failed` and `abandoned` (the session moved past it, or the process stopped) changed nothing for clients.
+ * `not_needed` found nothing to evict yet, `not_ahead` found that the next turn's cut evicts the answer to this
+ * request (only that turn can summarise it: ADR 0021), `busy` was skipped (one per session,
+ * GUARDIAN_PRECOMPACT_CONCURRENCY in all), `failed` and `abandoned` (the session moved past it, or the process
+ * stopped) changed nothing for clients.
  */
-export const PRECOMPACT_OUTCOMES = ['done', 'used', 'not_needed', 'busy', 'failed', 'abandoned'] as const;
+export const PRECOMPACT_OUTCOMES = [
+  'done',
+  'used',
+  'not_needed',
+  'not_ahead',
+  'busy',
+  'failed',
+  'abandoned',
+] as const;
 /** Why an X-Guardian-Session header was ignored: nothing in it, two different values, over 256 bytes. */
 export const SESSION_HEADER_IGNORED_REASONS = ['empty', 'repeated', 'too_long'] as const;
 /** Requests kept out of a session's usage (ADR 0010): token-count probes, helper requests and sub-agents' requests. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { StubBackend } from '@guardian/stub-backend';
 
 import { COMMON_ENV, type ClientRun, type ClientSpec } from '../clients';
+import { until } from '../../support/wait';
 import { runProc } from './proc';
 import { startSidecar, type Sidecar } from './sidecar';
 import { startTap, type Tap } from './tap';
@@ -108,6 +109,11 @@ export async function openClientSession(opts: {
       });
       writeFileSync(join(dir, `turn${n}.stdout`), out.stdout);
       writeFileSync(join(dir, `turn${n}.stderr`), out.stderr);
+      // A person reads the answer before the next turn: meanwhile the background pre-compaction, if any, finishes.
+      await until('the background pre-compaction to finish', async () => {
+        const precompact = (await sidecar.stats()).precompact as { running?: number } | undefined;
+        return (precompact?.running ?? 0) === 0;
+      });
       const turn: Turn = {
         n,
         ...out,

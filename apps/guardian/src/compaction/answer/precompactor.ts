@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 
-import { chooseCut, type PlanInput } from '@guardian/compaction';
+import { computeBudget, marginedBudget, planCompaction } from '@guardian/compaction';
 import { MemoStore } from '@guardian/memo';
 import type { PrecompactOutcome } from '@guardian/telemetry';
 
@@ -8,22 +8,28 @@ import { GuardianConfig } from '../../config/guardian-config';
 import { reasonOf } from '../compaction-errors';
 import type { Decision, RequestContext } from '../handoff';
 import { conversationPrefixHashes } from '../request/conversation-reader';
+import { RequestCounter } from '../request/request-counter';
 import { requestPlanInput } from '../decide/compaction-engine';
-import { PrecompactJobs, type PrecompactJob } from '../decide/precompact-jobs';
+import { resultClearing } from '../decide/old-results';
+import { conversationJob, PrecompactJobs, type PrecompactJob } from '../decide/precompact-jobs';
 import { StretchService } from '../decide/stretch-service';
 import { AnswerReporter } from './answer-reporter';
 
-/** The memo lock a session's background job holds: a word, never a prefix hash, so never a stretch's lock. */
+/**
+ * The memo lock a conversation's background job holds: this word and the conversation's first prefix hash, so never
+ * a stretch's lock (a bare prefix hash) nor an archive lock.
+ */
 const PRECOMPACT_LOCK = 'precompact';
 
 /**
  * Background pre-compaction (issue 14, ADR 0009): when a session's forwarded request passes
- * GUARDIAN_PRECOMPACT_THRESHOLD of its budget, after the answer has gone back, the stretch the next cut will evict is
- * summarised and memoized (in Redis when configured), so the turn that crosses the budget is a memo hit and no client
- * waits on the summariser. The cut comes from the same planner the foreground uses; the foreground takes it by
- * reusing the memo (the earliest memoized cut that fits), and a history that changed simply does not match it.
- * One job per session, across replicas (a lock in the memo), GUARDIAN_PRECOMPACT_CONCURRENCY in all per process; a
- * failure changes nothing for any client.
+ * GUARDIAN_PRECOMPACT_THRESHOLD of its budget, after the answer has gone back, the stretch the next turn's cut will
+ * evict is summarised and memoized (in Redis when configured), so the turn that needs it finds it made and no client
+ * waits on the summariser. The cut is the planner's own (planCompaction, the one the foreground runs) for the request
+ * the next turn will send, projected from this one (nextTurnMessages); the foreground plans its own request and takes
+ * the summary only where it cuts there too, and a history that changed simply does not match it.
+ * One job per conversation, across replicas (a lock in the memo), GUARDIAN_PRECOMPACT_CONCURRENCY in all per process;
+ * a failure changes nothing for any client.
  */
 @Injectable()
 export class Precompactor implements OnModuleDestroy {
@@ -35,6 +41,7 @@ export class Precompactor implements OnModuleDestroy {
     private readonly jobs: PrecompactJobs,
     private readonly reporter: AnswerReporter,
     private readonly memo: MemoStore,
+    private readonly counter: RequestCounter,
   ) {}
 
   /** Called once a client's answer has ended well: starts a background summary when the request was big enough. */
@@ -44,14 +51,16 @@ export class Precompactor implements OnModuleDestroy {
     if (threshold <= 0 || !summariser.memo || this.closing) return;
     if (ctx.dryRun || ctx.reason === 'overflow' || d.outcome === 'fail_open') return;
     if (d.tokensAfter < threshold * ctx.budget.budget) return;
-    if (this.jobs.has(ctx.session.stateHash) || this.jobs.size >= summariser.precompact.concurrency) {
+    const hashes = conversationPrefixHashes(ctx.conv);
+    const conversation = conversationJob(ctx.session.stateHash, hashes);
+    if (this.jobs.has(conversation) || this.jobs.size >= summariser.precompact.concurrency) {
       this.count('busy');
       return;
     }
     const job: PrecompactJob = { cut: 0, abort: new AbortController(), done: Promise.resolve() };
-    this.jobs.add(ctx.session.stateHash, job);
+    this.jobs.add(conversation, job);
     this.reporter.precompactRunning(this.jobs.size);
-    job.done = this.run(ctx, job, d.tokensAfter)
+    job.done = this.run(ctx, job, `${PRECOMPACT_LOCK}:${hashes[1] ?? ''}`)
       .then((outcome) => this.count(outcome))
       .catch((err: unknown) => {
         if (job.abort.signal.aborted) return this.count('abandoned');
@@ -59,7 +68,7 @@ export class Precompactor implements OnModuleDestroy {
         this.reporter.precompactFailed(reasonOf(err), ctx.conv.route, err);
       })
       .finally(() => {
-        this.jobs.delete(ctx.session.stateHash);
+        this.jobs.delete(conversation);
         this.reporter.precompactRunning(this.jobs.size);
       });
   }
@@ -71,53 +80,62 @@ export class Precompactor implements OnModuleDestroy {
     await Promise.allSettled(jobs.map((j) => j.done));
   }
 
-  private async run(
-    ctx: RequestContext,
-    job: PrecompactJob,
-    forwardedTokens: number,
-  ): Promise<PrecompactOutcome> {
-    // The client's request is over: the job has its own signal, aborted when moot or at shutdown.
+  private async run(ctx: RequestContext, job: PrecompactJob, lockKey: string): Promise<PrecompactOutcome> {
+    // The client's request is over: the job has its own signal, aborted when moot or at shutdown. It plans and asks as
+    // the next request will be measured: with the count factor this answer's usage taught (ADR 0003) and the budget
+    // that leaves, so that the cut and the summary are the ones that request takes.
+    const { threshold, reserveOutput } = this.config.compaction;
+    const model = ctx.conv.model;
+    const counter = this.counter.counterFor(model);
+    const estimated = ctx.count.source === 'estimate' || ctx.count.source === 'calibrated';
     const bg: RequestContext = {
       ...ctx,
+      count: estimated ? this.counter.estimate(ctx.conv) : { ...ctx.count, counter },
+      budget: marginedBudget(
+        computeBudget(ctx.window.window, threshold, reserveOutput),
+        estimated && this.counter.unproven(model),
+      ),
       input: { ...ctx.input, signal: job.abort.signal },
       reason: 'budget',
     };
-    // One job per session across replicas too: with turns alternating between pods, the next turn reached the other
+    // One job per conversation across replicas too: with turns alternating between pods, the next turn reached the other
     // replica while this one's summary was under way, and it summarised a stretch of its own (issue 30 item 7). The
     // lock outlives a summary that times out; a job still running past it costs a duplicate call, never an answer.
-    const lock = await this.memo.lock(
-      bg.session.stateHash,
-      PRECOMPACT_LOCK,
-      this.config.summariser.timeoutMs * 2,
-    );
+    const lock = await this.memo.lock(bg.session.stateHash, lockKey, this.config.summariser.timeoutMs * 2);
     if (!lock) return 'busy';
     try {
-      return await this.runLocked(bg, job, forwardedTokens);
+      return await this.runLocked(bg, job);
     } finally {
       await lock.release();
     }
   }
 
-  private async runLocked(
-    bg: RequestContext,
-    job: PrecompactJob,
-    forwardedTokens: number,
-  ): Promise<PrecompactOutcome> {
+  private async runLocked(bg: RequestContext, job: PrecompactJob): Promise<PrecompactOutcome> {
     const hashes = conversationPrefixHashes(bg.conv);
     const entries = await this.stretches.lookup(bg, hashes);
-    const latest = entries.at(-1);
-    // One stretch ahead at most: a summary made ahead of need and not used yet is enough.
-    if (latest?.precomputed) return 'not_needed';
-    const planned = requestPlanInput(bg, this.config.compaction, latest ? [latest] : []);
-    const from = planned.memo?.cut ?? 0;
-    // The cut the planner will take when the request crosses its budget, a few turns from now: the keep-recent cut
-    // of that request, whose kept part will hold the turns still to come. So, from the end of this request, keep
-    // that much less (the 4-message minimum still holds). A cut chosen from today's end would evict less than
-    // the foreground will, and cost a summary every turn or two (docs/adr/0009-pre-compaction.md).
-    const cut = chooseCut(aheadOfCrossing(planned.input, forwardedTokens), from);
-    if (cut === undefined || !this.stretches.worthSummarising(bg, from, cut)) return 'not_needed';
-    job.cut = cut;
-    const made = await this.stretches.summarise(bg, hashes, planned.memo, from, cut, { precomputed: true });
+    // The foreground plans from the cuts clients' requests took (compaction-engine.ts), and so does this plan.
+    const planned = requestPlanInput(
+      bg,
+      this.config.compaction,
+      entries.filter((e) => !e.precomputed),
+      { ahead: true },
+    );
+    const plan = planCompaction(planned.input);
+    if (plan.action !== 'compact') return 'not_needed';
+    // The foreground clears old tool results first, and summarises only when that is not enough (issue 32 item 3).
+    const { messages, requestTokens } = planned.input;
+    if (this.config.compaction.clearToolResults && resultClearing(messages, requestTokens, bg))
+      return 'not_needed';
+    // A cut past this request's messages evicts the answer to it, which only the next request carries: nothing can
+    // be summarised ahead of that turn (the planner keeps such cuts to turns it cannot spare: ADR 0021).
+    if (plan.cut >= bg.conv.messages.length) return 'not_ahead';
+    // Summarised already, ahead or for a request.
+    if (entries.some((e) => e.cut === plan.cut)) return 'not_needed';
+    if (!this.stretches.worthSummarising(bg, plan.from, plan.cut)) return 'not_needed';
+    job.cut = plan.cut;
+    const made = await this.stretches.summarise(bg, hashes, planned.memo, plan.from, plan.cut, {
+      precomputed: true,
+    });
     if (job.abort.signal.aborted) return 'abandoned';
     // The model could not summarise it (or its breaker is open): a checkpoint stands in, memoized like a summary.
     if (made.entry.checkpoint) return 'failed';
@@ -129,16 +147,4 @@ export class Precompactor implements OnModuleDestroy {
   private count(outcome: PrecompactOutcome): void {
     this.reporter.precompact(outcome);
   }
-}
-
-/**
- * The planner input as it will be at the crossing: the keep-recent share less the room the forwarded request still
- * leaves below the budget (what the turns to come will fill).
- */
-export function aheadOfCrossing(input: PlanInput, forwardedTokens: number): PlanInput {
-  if (input.keep.messages !== undefined) return input;
-  const span = input.budget.window - input.budget.reserve;
-  const left = Math.max(0, input.budget.budget - forwardedTokens);
-  const fraction = Math.max(0, input.keep.fraction * span - left) / span;
-  return { ...input, keep: { fraction } };
 }

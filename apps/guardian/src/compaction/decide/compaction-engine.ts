@@ -6,6 +6,7 @@ import {
   chooseRebuild,
   fullBlockTokens,
   nextBlockSource,
+  nextTurnMessages,
   pinsByMessage,
   weighBlock,
   type BlockContext,
@@ -16,8 +17,10 @@ import {
   planRebuild,
   rebuiltTokens,
   rebuildInput,
+  requestChars,
   spillPointer,
   spillText,
+  tokensForChars,
   type RebuildPlan,
 } from '@guardian/compaction';
 
@@ -29,7 +32,7 @@ import type { Decision, NewestCut, RequestContext } from '../handoff';
 import { DecisionReporter } from './decision-reporter';
 import { clearOldResults } from './old-results';
 import { conversationPrefixHashes, requestBytes } from '../request/conversation-reader';
-import { PrecompactJobs } from './precompact-jobs';
+import { conversationJob, PrecompactJobs } from './precompact-jobs';
 import { addStaleRecall, type RecallFacts } from './stale-recall';
 import { StretchArchiver } from './stretch-archiver';
 import { pendingStart, StretchService, type StretchResult } from './stretch-service';
@@ -61,7 +64,11 @@ export class CompactionEngine {
     if (count.tokens <= budget.budget) return unchanged;
 
     const hashes = conversationPrefixHashes(conv);
-    const entries = await this.stretches.lookup(ctx, hashes);
+    // The cut is planned from the cuts clients' requests took, never from a summary made ahead of need: that one is
+    // taken only where this plan cuts too, and only when it is what this request would have asked the summariser
+    // (StretchService.summarise), so what goes out does not depend on whether the background finished (ADR 0009).
+    const found = await this.stretches.lookup(ctx, hashes);
+    const entries = found.filter((e) => !e.precomputed);
     const planned = requestPlanInput(ctx, this.config.compaction, entries);
     const { block, memo } = planned;
     const plan = planCompaction(planned.input);
@@ -100,10 +107,10 @@ export class CompactionEngine {
     let stretch: StretchResult | undefined;
     if (plan.action === 'reuse' && memo) stretch = await this.stretches.reuse(ctx, memo);
     else if (plan.action === 'compact' && this.stretches.worthSummarising(ctx, plan.from, plan.cut))
-      stretch = await this.stretches.summarise(ctx, hashes, memo, plan.from, plan.cut);
+      stretch = await this.stretches.summarise(ctx, hashes, memo, plan.from, plan.cut, { known: found });
     if (stretch) {
       this.reporter.waited(stretch, (performance.now() - waitStarted) / 1000);
-      this.precompacts.moved(ctx.session.stateHash, stretch.entry.cut);
+      this.precompacts.moved(conversationJob(ctx.session.stateHash, hashes), stretch.entry.cut);
     }
 
     // The memo entry as it was weighed (not one reuse() or summarise() replaced): its rebuild input is made already.
@@ -201,14 +208,19 @@ export interface RequestPlanInput {
 /**
  * The planner's input for a request: the block context (pins by message), the memo entry to start from (the earliest
  * of the conversation's cuts that still fits, chooseMemo), and how a new cut's block is weighed. The foreground
- * engine and the background pre-compactor both plan from here, so they choose the same cuts (issue 14).
+ * engine plans the request itself from here; the background pre-compactor plans the request the next turn will send
+ * (`ahead`: nextTurnMessages), with the same planner, so it summarises the cut that turn will take (ADR 0009).
  */
 export function requestPlanInput(
   ctx: RequestContext,
   compaction: CompactionSection,
   entries: readonly MemoEntry[],
+  opts: { ahead?: boolean } = {},
 ): RequestPlanInput {
-  const { conv, count, budget } = ctx;
+  const { count, budget } = ctx;
+  const conv = opts.ahead
+    ? nextTurnOf(ctx)
+    : { messages: ctx.conv.messages, fixedChars: ctx.conv.fixedChars, tokens: count.tokens };
   const pinMaxChars = compaction.pinMaxChars;
   const block: BlockContext = {
     messages: conv.messages,
@@ -227,7 +239,7 @@ export function requestPlanInput(
     counter: count.counter,
     budget,
     keep: compaction.keepRecent,
-    requestTokens: count.tokens,
+    requestTokens: conv.tokens,
     allowed: allowedCuts(conv.messages),
     pinsBy: block.pinsBy,
   };
@@ -249,6 +261,18 @@ export function requestPlanInput(
       newBlockTokens: (cut) => fullBlockTokens(block, nextBlockSource(block, memoSource, cut)),
     },
   };
+}
+
+/** The next turn's request as the planner sees it: this one's messages and count, and the turn projected on them. */
+function nextTurnOf(ctx: RequestContext): {
+  messages: RequestContext['conv']['messages'];
+  fixedChars: number;
+  tokens: number;
+} {
+  const { conv, count } = ctx;
+  const messages = nextTurnMessages(conv.messages);
+  const added = tokensForChars(requestChars(messages.slice(conv.messages.length), 0), count.counter);
+  return { messages, fixedChars: conv.fixedChars, tokens: count.tokens + added };
 }
 
 /** A memo entry as the block sees it. */

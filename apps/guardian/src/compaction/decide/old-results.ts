@@ -1,4 +1,9 @@
-import { KEPT_TOOL_RESULTS, planResultClearing, toolResultPointer } from '@guardian/compaction';
+import {
+  KEPT_TOOL_RESULTS,
+  planResultClearing,
+  toolResultPointer,
+  type NeutralMessage,
+} from '@guardian/compaction';
 
 import type { RequestContext } from '../handoff';
 import { requestBytes } from '../request/conversation-reader';
@@ -22,12 +27,8 @@ export async function clearOldResults(
   ctx: RequestContext,
   archiver: StretchArchiver,
 ): Promise<ClearedRequest | undefined> {
-  const { conv, count, budget } = ctx;
-  const plan = planResultClearing(conv.messages, {
-    keep: KEPT_TOOL_RESULTS,
-    enough: count.tokens - budget.budget,
-    counter: count.counter,
-  });
+  const { conv, count } = ctx;
+  const plan = resultClearing(conv.messages, count.tokens, ctx);
   if (!plan) return undefined;
   const replaceResults = new Map<number, string>();
   for (const c of plan.cleared) {
@@ -45,4 +46,21 @@ export async function clearOldResults(
     tokens: count.tokens - plan.tokens,
     cleared: plan.cleared.length,
   };
+}
+
+/**
+ * Which old tool results clearing would replace for a request of these messages and tokens, when that alone makes it
+ * fit: the engine clears them; the background pre-compactor, planning the next turn, makes no summary it would not
+ * need (ADR 0009).
+ */
+export function resultClearing(
+  messages: readonly NeutralMessage[],
+  tokens: number,
+  ctx: Pick<RequestContext, 'budget' | 'count'>,
+): ReturnType<typeof planResultClearing> {
+  return planResultClearing(messages, {
+    keep: KEPT_TOOL_RESULTS,
+    enough: tokens - ctx.budget.budget,
+    counter: ctx.count.counter,
+  });
 }

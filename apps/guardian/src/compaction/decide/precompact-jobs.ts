@@ -1,6 +1,16 @@
 import { Injectable } from '@nestjs/common';
 
-/** One background summary of a session's next stretch (answer/precompactor.ts). */
+/**
+ * Which background job a request's conversation has: one per conversation of a session, keyed by the session and the
+ * prefix hash of the conversation's first message. A session may carry more than one conversation (Qwen Code sends a
+ * side request with its own system prompt and tools every turn): keyed by the session alone, the side request's job
+ * was refused as busy behind the main one's, and its next cut waited on the summariser.
+ */
+export function conversationJob(session: string, hashes: readonly string[]): string {
+  return `${session}:${hashes[1] ?? ''}`;
+}
+
+/** One background summary of a conversation's next stretch (answer/precompactor.ts). */
 export interface PrecompactJob {
   /** The cut the background summary is for, once chosen (0 before). */
   cut: number;
@@ -9,7 +19,7 @@ export interface PrecompactJob {
 }
 
 /**
- * The background pre-compactions under way, one per session (ADR 0009). The answer stage starts them; the engine
+ * The background pre-compactions under way, one per conversation (ADR 0009, conversationJob). The answer stage starts them; the engine
  * tells this table when the foreground made or reused a cut, which makes a job for an earlier stretch moot. It lives
  * in the decide stage so that the engine never reaches into the stage that follows it.
  */
@@ -21,25 +31,25 @@ export class PrecompactJobs {
     return this.jobs.size;
   }
 
-  has(session: string): boolean {
-    return this.jobs.has(session);
+  has(conversation: string): boolean {
+    return this.jobs.has(conversation);
   }
 
-  add(session: string, job: PrecompactJob): void {
-    this.jobs.set(session, job);
+  add(conversation: string, job: PrecompactJob): void {
+    this.jobs.set(conversation, job);
   }
 
-  delete(session: string): void {
-    this.jobs.delete(session);
+  delete(conversation: string): void {
+    this.jobs.delete(conversation);
   }
 
   all(): PrecompactJob[] {
     return [...this.jobs.values()];
   }
 
-  /** The foreground made or reused a cut: a background job for an earlier stretch of this session is moot. */
-  moved(session: string, cut: number): void {
-    const job = this.jobs.get(session);
+  /** The foreground made or reused a cut: a background job for an earlier stretch of this conversation is moot. */
+  moved(conversation: string, cut: number): void {
+    const job = this.jobs.get(conversation);
     if (job && job.cut > 0 && cut > job.cut) job.abort.abort();
   }
 }

@@ -4,6 +4,8 @@ import {
   carriedAnchors,
   checkpointSummary,
   evictedIndexes,
+  groupForPrompts,
+  hashTexts,
   maxSummaryTokens,
   mergePins,
   mustKeepBullets,
@@ -131,6 +133,7 @@ export class StretchService {
       if (entry.precomputed) {
         entry = { ...entry };
         delete entry.precomputed;
+        delete entry.asked;
         this.reporter.precompactUsed();
         await this.memo.put(session, entry);
       }
@@ -162,30 +165,61 @@ export class StretchService {
     }
   }
 
-  /** One summariser run per stretch: concurrent requests for the same stretch share it (in process and across replicas). */
+  /**
+   * One summariser run per stretch: concurrent requests for the same stretch share it (in process and across replicas).
+   * A summary made ahead of need is shared, or taken from the memo, only by a request that asks the summariser exactly
+   * what it was asked (ADR 0009): then what goes out is the same whether the background call finished first, was
+   * still under way, or never ran.
+   */
   summarise(
     ctx: RequestContext,
     hashes: readonly string[],
     memo: MemoEntry | undefined,
     from: number,
     cut: number,
-    opts: { precomputed?: boolean; instructions?: string } = {},
+    opts: { precomputed?: boolean; instructions?: string; known?: readonly MemoEntry[] } = {},
   ): Promise<StretchResult> {
     const prefixHash = hashes[cut] ?? '';
-    const key = `${ctx.session.stateHash}:${prefixHash}`;
     const precomputed = opts.precomputed === true;
+    const ask = this.ask(
+      ctx,
+      evictedIndexes(ctx.conv.messages, from, cut),
+      from > 0 ? memo?.summary : undefined,
+    );
+    if (opts.instructions) ask.instructions = opts.instructions;
+    ask.key = askKey(ctx, ask);
+    // Made ahead of need and found by this request's lookup: taken without a lock (another replica may be taking it
+    // at the same moment; the archive lock in reuse() orders the two).
+    const ready = opts.known?.find((e) => e.prefixHash === prefixHash && takes(e, cut, ask.key));
+    if (ready?.precomputed) return this.forRequest(ctx, stored(ready, false), precomputed);
+    const key = `${ctx.session.stateHash}:${prefixHash}:${ask.key}`;
     const existing = this.inflight.get(key);
     // A request that needs a stretch being summarised (in the background, or for another request) waits for it.
     if (existing)
       return existing.then((r) =>
         this.forRequest(ctx, { ...r, calls: 0, chunked: false, waited: true }, precomputed),
       );
-    const p = this.summariseOnce(ctx, prefixHash, memo, from, cut, {
-      precomputed,
-      instructions: opts.instructions,
-    }).finally(() => this.inflight.delete(key));
+    const p = this.summariseOnce(ctx, prefixHash, memo, from, cut, { precomputed, ask }).finally(() =>
+      this.inflight.delete(key),
+    );
     this.inflight.set(key, p);
     return p.then((r) => this.forRequest(ctx, r, precomputed));
+  }
+
+  /** What the summariser is asked for the evicted messages: their transcript lines, and the summary they extend. */
+  private ask(ctx: RequestContext, evicted: readonly number[], prior: string | undefined): Ask {
+    const { conv } = ctx;
+    const maxChars = transcriptLineMaxChars({
+      limitTokens: summaryPromptLimit(ctx.budget),
+      summaryAllowanceTokens: maxSummaryTokens(ctx.budget),
+      counter: ctx.count.counter,
+    });
+    const toolArgChars = this.config.summariser.toolArgChars;
+    return {
+      evicted,
+      lines: evicted.map((i) => transcriptLine(conv.messages[i]!, i, { toolArgChars, maxChars })),
+      prior,
+    };
   }
 
   /**
@@ -209,17 +243,8 @@ export class StretchService {
     memo: MemoEntry | undefined,
     from: number,
     cut: number,
-    { precomputed, instructions }: { precomputed: boolean; instructions?: string | undefined },
+    { precomputed, ask }: { precomputed: boolean; ask: Ask },
   ): Promise<StretchResult> {
-    const stored = (entry: MemoEntry, waited: boolean): StretchResult => ({
-      entry,
-      calls: 0,
-      chunked: false,
-      deferred: pendingStart(entry) !== undefined,
-      run: null,
-      span: null,
-      waited,
-    });
     const lock = await this.memo.lock(
       ctx.session.stateHash,
       prefixHash,
@@ -234,16 +259,14 @@ export class StretchService {
           prefixHash,
           this.config.memo.lockWaitMs,
         );
-        if (theirs) return stored(theirs, true);
+        if (takes(theirs, cut, ask.key)) return stored(theirs, true);
       } else {
         // Another replica may have stored this stretch and released its lock between our lookup and our lock.
         const theirs = await this.memo.get(ctx.session.stateHash, prefixHash);
-        if (theirs?.cut === cut) return stored(theirs, false);
+        if (takes(theirs, cut, ask.key)) return stored(theirs, false);
       }
       const { conv } = ctx;
-      const evicted = evictedIndexes(conv.messages, from, cut);
-      const prior = from > 0 ? memo?.summary : undefined;
-      const { result, failure } = await this.summary(ctx, evicted, prior, instructions);
+      const { result, failure } = await this.summary(ctx, ask);
       // A checkpoint goes out now only where the client's bytes cannot: the upstream refused them (overflow
       // recovery), or they exceed the window itself. Otherwise this turn fails open as before, and the memoized
       // checkpoint serves the next turns instead of asking the failing model again (issue 20, ADR 0007).
@@ -286,7 +309,10 @@ export class StretchService {
       if (anchors.length > 0) base.anchors = anchors;
       if (archived.span) base.span = archived.span;
       else base.pendingFrom = archiveFrom;
-      if (precomputed) base.precomputed = true;
+      if (precomputed) {
+        base.precomputed = true;
+        base.asked = ask.key;
+      }
       if (failure) base.checkpoint = true;
       const entry = withSpans(base, memo, archived.refs);
       if (this.config.summariser.memo) await this.memo.put(ctx.session.stateHash, entry);
@@ -313,23 +339,15 @@ export class StretchService {
    */
   private async summary(
     ctx: RequestContext,
-    evicted: readonly number[],
-    prior: string | undefined,
-    instructions?: string,
+    { evicted, lines, prior, instructions }: Ask,
   ): Promise<{ result: SummaryResult; failure?: SummariseError }> {
     const { conv } = ctx;
-    const maxChars = transcriptLineMaxChars({
-      limitTokens: summaryPromptLimit(ctx.budget),
-      summaryAllowanceTokens: maxSummaryTokens(ctx.budget),
-      counter: ctx.count.counter,
-    });
-    const toolArgChars = this.config.summariser.toolArgChars;
     try {
       const result = await this.summariser.summarise({
         adapter: ctx.adapter,
         model: conv.model,
         headers: ctx.auth,
-        lines: evicted.map((i) => transcriptLine(conv.messages[i]!, i, { toolArgChars, maxChars })),
+        lines,
         prior,
         budget: ctx.budget,
         counter: ctx.count.counter,
@@ -353,6 +371,58 @@ export class StretchService {
       return { result: { summary, calls: 0, chunked: false, retries: 0 }, failure: err };
     }
   }
+}
+
+/** What the summariser is asked for one stretch. */
+interface Ask {
+  evicted: readonly number[];
+  lines: string[];
+  prior: string | undefined;
+  instructions?: string;
+  /** askKey of the rest, once made. */
+  key?: string;
+}
+
+/** A stored entry for this cut a request may take: one made ahead of need only if it was asked the same (`asked`). */
+function takes(theirs: MemoEntry | undefined, cut: number, asked: string | undefined): theirs is MemoEntry {
+  return theirs?.cut === cut && (!theirs.precomputed || theirs.asked === asked);
+}
+
+/** A stored entry, as a request that made no call for it has it. */
+function stored(entry: MemoEntry, waited: boolean): StretchResult {
+  return {
+    entry,
+    calls: 0,
+    chunked: false,
+    deferred: pendingStart(entry) !== undefined,
+    run: null,
+    span: null,
+    waited,
+  };
+}
+
+/**
+ * The hash of what the summariser is asked for this stretch: the model and route, the most it may write, how the
+ * transcript lines go into calls, the summary they extend, any instructions, and the lines themselves. Limits that do
+ * not change what is asked (a count factor that moves no line into another call) do not change it.
+ */
+function askKey(ctx: RequestContext, ask: Ask): string {
+  const { budget, count, conv } = ctx;
+  const maxTokens = maxSummaryTokens(budget);
+  const calls = groupForPrompts(ask.lines, {
+    limitTokens: summaryPromptLimit(budget),
+    summaryAllowanceTokens: maxTokens,
+    counter: count.counter,
+    hasPrior: ask.prior !== undefined,
+  }).map((g) => g.length);
+  return hashTexts(
+    [conv.route, conv.model, maxTokens, calls.join(',')].join(' '),
+    '\n\u0000prior\n',
+    ask.prior ?? '',
+    '\n\u0000instructions\n',
+    ask.instructions ?? '',
+    ...ask.lines.flatMap((l) => ['\n\u0000line\n', l]),
+  );
 }
 
 /** The entry with `refs` added to its predecessor's spans, the newest MAX_MEMO_SPANS kept and the total counted. */
