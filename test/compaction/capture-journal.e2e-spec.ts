@@ -73,14 +73,16 @@ describe('capture journal', () => {
         };
         return stats.behind === 0;
       });
-      // The span folder exists from boot (issue 12: /readyz reports a vanished one); nothing is in it.
+      // The span folder exists from boot (issue 12: /readyz reports a vanished one), and so does the log key, made at
+      // first start (issue 29); no run, no log entry, no checkpoint.
       const spanDir = join(stack.dataDir, 'spans');
       expect(await searchArchive({ spanDir, term: 'NOT-JOURNALED-TERM', max: 10 })).toEqual({
         hits: [],
         total: 0,
         complete: true,
       });
-      expect(await readdir(spanDir)).toEqual([]);
+      expect(await readdir(spanDir)).toEqual(['.tlog']);
+      expect(await readdir(join(spanDir, '.tlog'))).toEqual(['log.key']);
     } finally {
       await stack.close();
     }
