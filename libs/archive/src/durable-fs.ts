@@ -194,8 +194,11 @@ export class FolderAppender {
 
   private async drain(): Promise<void> {
     try {
-      if (this.gatherMs > 0) await new Promise((resolve) => setTimeout(resolve, this.gatherMs));
       while (this.queued.size > 0) {
+        // Before every batch, not only the first: lines that arrived while the last batch was fsynced wait for more,
+        // or a steady stream of appends would be written a few lines an fsync (one client's turns at 1,100 a second
+        // cost 0.29 ms of CPU each in fsyncs of three lines; docs/BENCHMARKS.md).
+        if (this.gatherMs > 0) await new Promise((resolve) => setTimeout(resolve, this.gatherMs));
         const batch = [...this.queued];
         this.queued.clear();
         for (const [name, q] of batch) {
