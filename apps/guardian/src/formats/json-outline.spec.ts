@@ -185,7 +185,9 @@ describe('withoutField', () => {
         entries.splice(at % (entries.length + 1), 0, ['cm', value]);
         const text = JSON.stringify(Object.fromEntries(entries), null, at % 3);
         const out = cut(text, 'cm');
-        expect(JSON.parse(out!)).toEqual(Object.fromEntries(entries.filter(([k]) => k !== 'cm')));
+        // Against the object as JSON carries it: fc.jsonValue() may hold -0, which JSON writes as 0.
+        const kept = JSON.stringify(Object.fromEntries(entries.filter(([k]) => k !== 'cm')));
+        expect(JSON.parse(out!)).toEqual(JSON.parse(kept));
       }),
     );
   });
