@@ -4,6 +4,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { UpstreamResponse } from '@guardian/upstream';
 import { createParser } from 'eventsource-parser';
 
+import { rewriteAnswer } from './answer-rewrite';
 import type { AppliedEdit } from './context-editing';
 import { isObj } from './responses-shapes';
 
@@ -25,30 +26,10 @@ export interface AnswerEdit {
  * (the backend's own 400, an overflow) and anything else go to the client as the backend sent them.
  */
 export function editAnswer(upstream: UpstreamResponse, edit: AnswerEdit): UpstreamResponse {
-  const type = String(upstream.headers['content-type'] ?? '');
-  const encoding = String(upstream.headers['content-encoding'] ?? 'identity');
-  if (upstream.status >= 300 || encoding !== 'identity') return upstream;
-  const headers = { ...upstream.headers };
-  delete headers['content-length'];
-  if (type.includes('text/event-stream')) return { ...upstream, headers, body: editedStream(upstream, edit) };
-  if (!type.includes('json')) return upstream;
-  const out = new PassThrough();
-  const parts: Buffer[] = [];
-  upstream.body.on('data', (c: Buffer) => parts.push(c));
-  upstream.body.once('error', (err) => out.destroy(err));
-  upstream.body.once('end', () => {
-    const raw = Buffer.concat(parts).toString('utf8');
-    let json: unknown;
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      // Not the message the backend should have sent: the client gets its bytes as they came.
-      out.end(raw);
-      return;
-    }
-    out.end(isObj(json) && json.type === 'message' ? JSON.stringify(editedMessage(json, edit)) : raw);
+  return rewriteAnswer(upstream, {
+    stream: (u) => editedStream(u, edit),
+    json: (body) => (body.type === 'message' ? editedMessage(body, edit) : undefined),
   });
-  return { ...upstream, headers, body: out };
 }
 
 function editedMessage(message: Obj, edit: AnswerEdit): Obj {

@@ -53,25 +53,22 @@ export interface HandleClaims {
 }
 
 const HEX64 = z.string().regex(/^[0-9a-f]{64}$/);
+/** The fields both versions carry. */
+const commonFields = {
+  s: z.string().min(1).max(128),
+  f: z.number().int().min(0),
+  c: z.number().int().min(0),
+  m: z.string().min(1).max(128),
+  h: z.string().max(512).nullable(),
+  t: z.string().length(64).optional(),
+};
 const v1Schema = z
-  .object({
-    s: z.string().min(1).max(128),
-    f: z.number().int().min(0),
-    c: z.number().int().min(0),
-    m: z.string().min(1).max(128),
-    h: z.string().max(512).nullable(),
-    t: z.string().length(64).optional(),
-  })
+  .object(commonFields)
   .strict()
   .refine((c) => c.f <= c.c, 'from after cut');
 const v2Schema = z
   .object({
-    s: z.string().min(1).max(128),
-    f: z.number().int().min(0),
-    c: z.number().int().min(0),
-    m: z.string().min(1).max(128),
-    h: z.string().max(512).nullable(),
-    t: z.string().length(64).optional(),
+    ...commonFields,
     o: HEX64.nullable(),
     l: z
       .object({
@@ -158,10 +155,8 @@ export class HandleSealer {
   }
 }
 
-function openV1(json: unknown): HandleClaims {
-  const parsed = v1Schema.safeParse(json);
-  if (!parsed.success) throw handleRefused();
-  const c = parsed.data;
+/** The claims both versions carry, under their short names. */
+function commonClaims(c: z.infer<typeof v1Schema>): HandleClaims {
   return {
     session: c.s,
     from: c.f,
@@ -172,17 +167,18 @@ function openV1(json: unknown): HandleClaims {
   };
 }
 
+function openV1(json: unknown): HandleClaims {
+  const parsed = v1Schema.safeParse(json);
+  if (!parsed.success) throw handleRefused();
+  return commonClaims(parsed.data);
+}
+
 function openV2(json: unknown): HandleClaims {
   const parsed = v2Schema.safeParse(json);
   if (!parsed.success) throw handleRefused();
   const c = parsed.data;
   return {
-    session: c.s,
-    from: c.f,
-    cut: c.c,
-    memoKey: c.m,
-    chainHead: c.h,
-    ...(c.t === undefined ? {} : { content: c.t }),
+    ...commonClaims(c),
     owner: c.o,
     log: c.l && { log: c.l.n, index: c.l.i, size: c.l.z, root: c.l.r, sha256: c.l.d },
     ...(c.k === 't' ? { kind: 'threshold' as const } : {}),

@@ -4,6 +4,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { UpstreamResponse } from '@guardian/upstream';
 import { createParser } from 'eventsource-parser';
 
+import { rewriteAnswer } from './answer-rewrite';
 import { isObj } from './responses-shapes';
 
 type Obj = Record<string, unknown>;
@@ -27,30 +28,10 @@ const WHOLE_RESPONSE = new Set([
  * item first. Only a successful, unencoded JSON or SSE answer is rewritten; an error goes to the client as it came.
  */
 export function withCompactionItem(upstream: UpstreamResponse, item: Obj): UpstreamResponse {
-  const type = String(upstream.headers['content-type'] ?? '');
-  const encoding = String(upstream.headers['content-encoding'] ?? 'identity');
-  if (upstream.status >= 300 || encoding !== 'identity') return upstream;
-  const headers = { ...upstream.headers };
-  delete headers['content-length'];
-  if (type.includes('text/event-stream')) return { ...upstream, headers, body: editedStream(upstream, item) };
-  if (!type.includes('json')) return upstream;
-  const out = new PassThrough();
-  const parts: Buffer[] = [];
-  upstream.body.on('data', (c: Buffer) => parts.push(c));
-  upstream.body.once('error', (err) => out.destroy(err));
-  upstream.body.once('end', () => {
-    const raw = Buffer.concat(parts).toString('utf8');
-    let json: unknown;
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      // Not the response the backend should have sent: the client gets its bytes as they came.
-      out.end(raw);
-      return;
-    }
-    out.end(isObj(json) && json.object === 'response' ? JSON.stringify(withItem(json, item)) : raw);
+  return rewriteAnswer(upstream, {
+    stream: (u) => editedStream(u, item),
+    json: (body) => (body.object === 'response' ? withItem(body, item) : undefined),
   });
-  return { ...upstream, headers, body: out };
 }
 
 function withItem(response: Obj, item: Obj): Obj {
