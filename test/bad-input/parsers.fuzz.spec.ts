@@ -6,7 +6,8 @@ import { anthropicAdapter } from '../../apps/guardian/src/formats/anthropic.adap
 import { chatAdapter } from '../../apps/guardian/src/formats/chat.adapter';
 import type { FormatAdapter } from '../../apps/guardian/src/formats/format-adapter';
 import { responsesAdapter } from '../../apps/guardian/src/formats/responses.adapter';
-import { readSessionHeader, resolveSession } from '../../apps/guardian/src/compaction/request/session';
+import { resolveSession } from '../../apps/guardian/src/compaction/request/session';
+import { readSessionHeader } from '../../apps/guardian/src/proxy/session-headers';
 
 // A fast-check fuzz of the request parsers guardian runs on every owned request (docs/RELIABILITY.md "Bad input").
 // The sidecar would catch a throw and forward the client's bytes (ARCHITECTURE.md#fail-open rule 1), so a throw loses

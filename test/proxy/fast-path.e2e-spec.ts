@@ -2,7 +2,8 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 
 import { chatAdapter } from '../../apps/guardian/src/formats/chat.adapter';
-import { readSessionHeader, sessionOfConversation } from '../../apps/guardian/src/compaction/request/session';
+import { sessionOfConversation } from '../../apps/guardian/src/compaction/request/session';
+import { readSessionHeader } from '../../apps/guardian/src/proxy/session-headers';
 import { filler, forwarded, getJson, postChat, type Json } from '../compaction/support';
 import { startStack, type Stack } from '../support/stack';
 

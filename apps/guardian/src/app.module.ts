@@ -56,7 +56,7 @@ import { FastPath } from './compaction/request/fast-path';
 import { OverflowRecovery } from './compaction/decide/overflow-recovery';
 import { Precompactor } from './compaction/answer/precompactor';
 import { RequestCounter } from './compaction/request/request-counter';
-import { SessionTable } from './compaction/request/session-table';
+import { SessionTable } from './state/session-table';
 import { SpanRecorder } from './compaction/decide/span-recorder';
 import { StretchArchiver } from './compaction/decide/stretch-archiver';
 import { StretchService } from './compaction/decide/stretch-service';

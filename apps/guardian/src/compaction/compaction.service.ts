@@ -16,7 +16,7 @@ import {
   type PreparedRequest,
   type RequestContext,
 } from './handoff';
-import { adapterOf, factsOf, RequestStage } from './request/request-stage';
+import { adapterOf, RequestStage } from './request/request-stage';
 
 /**
  * Compaction of one owned request, its three stages in the order a request meets them (ARCHITECTURE.md#request-path):
@@ -96,14 +96,8 @@ export class CompactionService {
     try {
       const read = await this.requests.read(input);
       if (read.kind === 'unchanged') return read.request;
-      const { ctx } = read;
-      return preparedRequest({
-        input,
-        adapter: ctx.adapter,
-        ctx,
-        decision: await decide(ctx),
-        facts: factsOf(ctx),
-      });
+      const { ctx, facts } = read;
+      return preparedRequest({ input, adapter: ctx.adapter, ctx, decision: await decide(ctx), facts });
     } catch (err) {
       // Whatever a strange body makes the parsing or planning do, the client's bytes still go upstream
       // (ARCHITECTURE.md#fail-open rule 1).

@@ -1,4 +1,4 @@
-import { canonicalDigest, type NeutralMessage, type SummaryPrompt } from '@guardian/compaction';
+import { canonicalDigest, prefixHashes, type NeutralMessage, type SummaryPrompt } from '@guardian/compaction';
 
 import type { Range } from './json-outline';
 import type { OwnedRoute } from './owned-route';
@@ -181,4 +181,93 @@ export function readParts(
     }
   }
   return { text: texts.join('\n'), chars, spillable: others === 0 && texts.length > 0 };
+}
+
+/** The prefix hashes of a conversation, extending those its reader already had for the items it resent. */
+export function conversationPrefixHashes(conv: ParsedConversation): string[] {
+  fillDigests(conv);
+  const hashes = prefixHashes(conv.messages, conv.prefix ?? []);
+  // The reader's slot holds the same array: the next turn reuses what was computed here.
+  if (conv.prefix) for (let i = conv.prefix.length; i < hashes.length; i += 1) conv.prefix.push(hashes[i]!);
+  return hashes;
+}
+
+/**
+ * A rebuilt request as bytes: what JSON.stringify would give, except that each top-level member the rebuild left as
+ * the client sent it, and each item it kept unchanged, is copied from the client's bytes instead of serialised again
+ * (ADR 0013). Without the raw bytes (a body read by JSON.parse), it is JSON.stringify.
+ */
+export function requestBytes(json: Json, conv: ParsedConversation, itemsKey: string): Buffer {
+  const raw = conv.raw;
+  if (!raw) return Buffer.from(JSON.stringify(json));
+  // Pieces first (text to encode, or a range of the client's bytes), then one buffer of the total size: a Buffer per
+  // comma was most of what writing a kept tail of a hundred messages cost.
+  const parts: (string | Range)[] = ['{'];
+  let first = true;
+  for (const key of Object.keys(json)) {
+    const value = json[key];
+    if (value === undefined) continue;
+    parts.push(`${first ? '' : ','}${JSON.stringify(key)}:`);
+    first = false;
+    const range = raw.fields.get(key);
+    if (key === itemsKey && Array.isArray(value)) itemParts(value, conv.items, raw.items, parts);
+    else if (range && value === conv.json[key]) parts.push(range);
+    else parts.push(JSON.stringify(value) ?? 'null');
+  }
+  parts.push('}');
+  let size = 0;
+  for (const part of parts)
+    size += typeof part === 'string' ? Buffer.byteLength(part) : part.end - part.start;
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const part of parts) {
+    if (typeof part === 'string') at += out.write(part, at);
+    else at += raw.body.copy(out, at, part.start, part.end);
+  }
+  return out;
+}
+
+/**
+ * The items array's pieces: an item kept unchanged is the client's bytes, and a run of them that sat side by side
+ * (one comma between) is one range, so the kept tail is one copy rather than one per item (issue 16). Kept items come
+ * in the client's order, so each is looked for from where the last one was found.
+ */
+function itemParts(
+  value: readonly unknown[],
+  items: readonly unknown[],
+  ranges: readonly Range[],
+  parts: (string | Range)[],
+): void {
+  parts.push('[');
+  let next = 0;
+  let open: Range | undefined;
+  let openEnd = -1;
+  for (let k = 0; k < value.length; k += 1) {
+    const item = value[k];
+    let found = -1;
+    if (typeof item === 'object' && item !== null)
+      for (let j = next; j < items.length; j += 1)
+        if (items[j] === item) {
+          found = j;
+          break;
+        }
+    const r = found === -1 ? undefined : ranges[found];
+    if (r && open && found === openEnd + 1 && r.start === open.end + 1) {
+      // The next item of the run: the byte between is the comma the client wrote.
+      open.end = r.end;
+      openEnd = found;
+      next = found + 1;
+      continue;
+    }
+    if (open) parts.push(open);
+    open = undefined;
+    if (k > 0) parts.push(',');
+    if (r) {
+      open = { start: r.start, end: r.end };
+      openEnd = found;
+      next = found + 1;
+    } else parts.push(JSON.stringify(item) ?? 'null');
+  }
+  if (open) parts.push(open);
+  parts.push(']');
 }

@@ -11,15 +11,15 @@ import { GuardianError } from '../http/http-error';
 import type { OwnedRoute } from '../formats/owned-route';
 import type { PrepareInput } from '../compaction/handoff';
 import { NativeCompaction } from '../compaction/native/native-compaction';
+import { countRoute, TokenCounts } from './count-tokens';
+import { sendError, type ProxiedRequest } from './proxy-front';
+import { ProxyReporter } from './proxy-reporter';
 import {
   readClientSession,
   readSessionHeader,
   readSubAgent,
   sessionRequiredMessage,
-} from '../compaction/request/session';
-import { countRoute, TokenCounts } from './count-tokens';
-import { sendError, type ProxiedRequest } from './proxy-front';
-import { ProxyReporter } from './proxy-reporter';
+} from './session-headers';
 
 /** What the door lets through: whose session the request is, and the upstream path it may go to. */
 export interface Admission extends Pick<PrepareInput, 'sessionHeader' | 'owner'> {

@@ -7,7 +7,7 @@ import type { PrecompactOutcome } from '@guardian/telemetry';
 import { GuardianConfig } from '../../config/guardian-config';
 import { reasonOf } from '../compaction-errors';
 import type { Decision, RequestContext } from '../handoff';
-import { conversationPrefixHashes } from '../request/conversation-reader';
+import { conversationPrefixHashes } from '../../formats/format-adapter';
 import { RequestCounter } from '../request/request-counter';
 import { requestPlanInput } from '../decide/compaction-engine';
 import { resultClearing } from '../decide/old-results';

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { MemoStore } from '@guardian/memo';
 
 import type { AnswerFacts, Decision } from '../handoff';
-import { SessionTable } from '../request/session-table';
+import { SessionTable } from '../../state/session-table';
 import { chooseUsage } from '../request/usage-selection';
 import { AnswerReporter } from './answer-reporter';
 

@@ -27,11 +27,11 @@ import {
 import type { MemoEntry } from '@guardian/memo';
 
 import type { CompactionSection } from '../../config/config-sections';
+import { conversationPrefixHashes, requestBytes } from '../../formats/format-adapter';
 import { GuardianConfig } from '../../config/guardian-config';
 import type { Decision, NewestCut, RequestContext } from '../handoff';
 import { DecisionReporter } from './decision-reporter';
 import { clearOldResults } from './old-results';
-import { conversationPrefixHashes, requestBytes } from '../request/conversation-reader';
 import { conversationJob, PrecompactJobs } from './precompact-jobs';
 import { addStaleRecall, type RecallFacts } from './stale-recall';
 import { StretchArchiver } from './stretch-archiver';

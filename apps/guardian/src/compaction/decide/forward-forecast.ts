@@ -13,7 +13,7 @@ import {
 
 import { GuardianConfig } from '../../config/guardian-config';
 import type { RequestContext } from '../handoff';
-import { conversationPrefixHashes } from '../request/conversation-reader';
+import { conversationPrefixHashes } from '../../formats/format-adapter';
 import { blockSource, requestPlanInput } from './compaction-engine';
 import { StretchService } from './stretch-service';
 

@@ -6,7 +6,7 @@ import {
 } from '@guardian/compaction';
 
 import type { RequestContext } from '../handoff';
-import { requestBytes } from '../request/conversation-reader';
+import { requestBytes } from '../../formats/format-adapter';
 import type { StretchArchiver } from './stretch-archiver';
 
 /** A request whose old tool results were replaced by pointers to their archived spans, and what that saved. */

@@ -4,7 +4,7 @@ import type { SpanRef } from '@guardian/archive';
 import { mergePins, tokensForChars } from '@guardian/compaction';
 
 import type { RequestContext } from '../handoff';
-import { SessionTable } from '../request/session-table';
+import { SessionTable } from '../../state/session-table';
 import { SpanRecorder } from './span-recorder';
 
 /**

@@ -7,7 +7,7 @@ import { GuardianConfig } from '../../config/guardian-config';
 import { GuardianError } from '../../http/http-error';
 import type { PrepareInput } from '../handoff';
 import { StretchService } from '../decide/stretch-service';
-import { conversationPrefixHashes } from '../request/conversation-reader';
+import { conversationPrefixHashes } from '../../formats/format-adapter';
 import { RequestStage } from '../request/request-stage';
 import { contentHash, type HandleClaims, type HandleKind } from './compaction-handle';
 import { nativeBlock, nativeCarried, NativeHandles } from './native-handles';

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 
 import { canonicalDigest, prefixHashes } from '@guardian/compaction';
 
-import { ConversationReader, conversationPrefixHashes, requestBytes } from './conversation-reader';
+import { conversationPrefixHashes, requestBytes } from '../../formats/format-adapter';
+import { ConversationReader } from './conversation-reader';
 import { anthropicAdapter } from '../../formats/anthropic.adapter';
 import { chatAdapter } from '../../formats/chat.adapter';
 import type { FormatAdapter, ParsedConversation } from '../../formats/format-adapter';

@@ -39,9 +39,13 @@ export function adapterOf(input: PrepareInput): FormatAdapter {
   return ADAPTERS[input.route] ?? chatAdapter;
 }
 
-/** What reading a request came to: measured, or forwarded as the client sent it. */
+/**
+ * What reading a request came to: measured, with the facts its answer's bookkeeping will need, or forwarded as the
+ * client sent it.
+ */
 export type ReadRequest =
-  { kind: 'measured'; ctx: RequestContext } | { kind: 'unchanged'; request: PreparedRequest };
+  | { kind: 'measured'; ctx: RequestContext; facts: AnswerFacts }
+  | { kind: 'unchanged'; request: PreparedRequest };
 
 /**
  * The request stage (ARCHITECTURE.md#request-path): the fast path's size proof (ADR 0013), or the body read into
@@ -99,7 +103,8 @@ export class RequestStage {
     const auth = pickAuth(input.upstreamHeaders);
     try {
       const measured = await this.measure(conv, adapter, auth);
-      return { kind: 'measured', ctx: { input, adapter, conv, session, ...measured, auth, dryRun } };
+      const ctx: RequestContext = { input, adapter, conv, session, ...measured, auth, dryRun };
+      return { kind: 'measured', ctx, facts: factsOf(ctx) };
     } catch (err) {
       this.reporter.countFailed(input, conv.model, err);
       return unchanged;
@@ -126,7 +131,7 @@ export class RequestStage {
 }
 
 /** The facts of a parsed and measured request, for its answer's bookkeeping. */
-export function factsOf(ctx: RequestContext): AnswerFacts {
+function factsOf(ctx: RequestContext): AnswerFacts {
   const facts: AnswerFacts = {
     sessionHash: ctx.session.hash,
     model: ctx.conv.model,

@@ -1,11 +1,10 @@
+import { resolveSession, sessionHash } from '../compaction/request/session';
 import {
   readClientSession,
-  readSubAgent,
   readSessionHeader,
-  resolveSession,
-  sessionHash,
+  readSubAgent,
   sessionRequiredMessage,
-} from './session';
+} from './session-headers';
 
 /** A header line as Node hands it over: one character per byte on the wire. */
 const wire = (text: string): string => Buffer.from(text, 'utf8').toString('latin1');

@@ -1,4 +1,4 @@
-import { GuardianConfig } from '../../config/guardian-config';
+import { GuardianConfig } from '../config/guardian-config';
 import { SessionTable } from './session-table';
 
 // The per-session state of one process: bounded by GUARDIAN_MAX_SESSIONS, least recently used session first out,

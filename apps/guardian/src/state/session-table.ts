@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { SpanRef } from '@guardian/archive';
 import { LruMap } from '@guardian/collections';
 
-import { GuardianConfig } from '../../config/guardian-config';
+import { GuardianConfig } from '../config/guardian-config';
 
 /** Spilled pastes remembered per session; the one least recently asked for is archived again if it comes back. */
 const MAX_SPILLS = 64;
