@@ -21,6 +21,7 @@ export { CaptureJournal } from './capture-journal';
 export { CAPTURE_ROUTE, archivedLineBytes, captureEnd, captureRuns } from './capture-runs';
 export type { ChainHead } from './chain-reader';
 export { CompactionLog, type CompactionLogInput } from './compaction-log';
+export { isoTimestamp } from './iso-time';
 export { readDailyLogs } from './jsonl';
 export { LocalArchive } from './local-archive';
 export { pruneRuns, reindex, repairRun, sealExisting } from './maintenance';

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ArchiveError } from './archive-error';
 import { utcDay } from './compaction-log';
 import { FolderAppender } from './durable-fs';
+import { isoTimestamp } from './iso-time';
 
 /**
  * One line per answered request (`answer`) and per summariser call (`summary`), with the tokens the backend's own
@@ -79,6 +80,8 @@ export function addUsageRow(into: UsageTotals, row: UsageLogRow): void {
 export class UsageLog {
   private readonly now: () => Date;
   private readonly folder: FolderAppender;
+  /** The file of the last line's day, named again only when the day (its stamp's first ten characters) changes. */
+  private file = { day: '', name: '' };
 
   constructor(
     private readonly opts: {
@@ -95,9 +98,13 @@ export class UsageLog {
 
   async append(input: UsageLogInput): Promise<UsageLogLine> {
     const at = this.now();
-    const line: UsageLogLine = { ts: at.toISOString(), replica: this.opts.replica, ...input };
+    // One line per answered request: the stamp is written out once (utcDay's own toISOString was a second one).
+    const ts = isoTimestamp(at);
+    const line: UsageLogLine = { ts, replica: this.opts.replica, ...input };
+    const day = ts.slice(0, 10);
+    if (day !== this.file.day) this.file = { day, name: `${this.opts.replica}-${utcDay(at)}.jsonl` };
     try {
-      await this.folder.append(`${this.opts.replica}-${utcDay(at)}.jsonl`, `${JSON.stringify(line)}\n`);
+      await this.folder.append(this.file.name, `${JSON.stringify(line)}\n`);
     } catch (cause) {
       throw new ArchiveError('ARCHIVE_WRITE_FAILED', 'usage log line not written', { cause });
     }

@@ -22,11 +22,12 @@ export const UNPROVEN_ESTIMATE_MARGIN = 0.1;
 /** The budget to compact against: the whole budget once the count is proven, less the margin before. */
 export function marginedBudget(budget: BudgetInfo, unproven: boolean): BudgetInfo {
   if (!unproven) return budget;
-  return {
-    ...budget,
-    budget: Math.max(1, Math.floor(budget.budget * (1 - UNPROVEN_ESTIMATE_MARGIN))),
-    whole: budget.whole ?? budget.budget,
-  };
+  return { ...budget, budget: lessMargin(budget.budget), whole: budget.whole ?? budget.budget };
+}
+
+/** A budget less the unproven margin. */
+function lessMargin(budget: number): number {
+  return Math.max(1, Math.floor(budget * (1 - UNPROVEN_ESTIMATE_MARGIN)));
 }
 
 /** What the upstream said when it refused a request as too long (either may be missing: Ollama says neither). */
@@ -99,7 +100,8 @@ export function worstTokensForBytes(bytes: number, charsPerToken: number, maxFac
  */
 export function sizeProvesFit(input: SizeProofInput): boolean {
   const worst = worstTokensForBytes(input.bytes, input.charsPerToken, input.maxFactor);
-  const budget = marginedBudget(input.budget, true).budget;
+  // The margined figure alone: the object marginedBudget spreads cost more than the rest of the proof, twice a request.
+  const budget = lessMargin(input.budget.budget);
   const share = Math.min(1 - input.nearBudget, input.precompactThreshold > 0 ? input.precompactThreshold : 1);
   return worst < budget * share;
 }

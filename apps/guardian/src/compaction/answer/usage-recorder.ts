@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 
-import { MemoStore } from '@guardian/memo';
+import { isoTimestamp } from '@guardian/archive';
+import { MemoStore, type UsageRecord } from '@guardian/memo';
 
 import type { AnswerFacts, Decision } from '../handoff';
 import { SessionTable } from '../../state/session-table';
@@ -39,20 +40,21 @@ export class UsageRecorder {
     }
     // The upstream's own prompt count of what was forwarded is exact; without one, guardian's count stands.
     const used = promptTokens ?? d.tokensAfter;
-    await this.memo.putUsage({
-      session: facts.sessionHash,
-      ...(facts.ownerHash === undefined ? {} : { owner: facts.ownerHash }),
-      ...(facts.sessionSource === undefined ? {} : { session_source: facts.sessionSource }),
-      window: facts.window,
-      used_after_compaction: used,
-      pct: Math.round((used / facts.window) * 1000) / 10,
-      count_source: promptTokens !== undefined ? 'tokenize' : facts.countSource,
-      model: facts.model,
-      last_compaction_at: d.compactedAt ?? previous?.last_compaction_at ?? null,
-      at: now.toISOString(),
-      tools: candidate.tools,
-      ...(facts.sessionName === undefined ? {} : { name: facts.sessionName }),
-      turns: (previous?.turns ?? 0) + 1,
-    });
+    // Built field by field in the record's order: the optional fields as spreads of little objects cost 1.5 us on
+    // every answered request (overhead bench profile).
+    const record: UsageRecord = { session: facts.sessionHash } as UsageRecord;
+    if (facts.ownerHash !== undefined) record.owner = facts.ownerHash;
+    if (facts.sessionSource !== undefined) record.session_source = facts.sessionSource;
+    record.window = facts.window;
+    record.used_after_compaction = used;
+    record.pct = Math.round((used / facts.window) * 1000) / 10;
+    record.count_source = promptTokens !== undefined ? 'tokenize' : facts.countSource;
+    record.model = facts.model;
+    record.last_compaction_at = d.compactedAt ?? previous?.last_compaction_at ?? null;
+    record.at = isoTimestamp(now);
+    record.tools = candidate.tools;
+    if (facts.sessionName !== undefined) record.name = facts.sessionName;
+    record.turns = (previous?.turns ?? 0) + 1;
+    await this.memo.putUsage(record);
   }
 }
