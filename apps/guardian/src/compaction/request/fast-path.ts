@@ -8,7 +8,7 @@ import { DerivedSessions } from './derived-session';
 import type { FormatAdapter } from '../../formats/format-adapter';
 import { outlineOnce, parseRange, stringField, type Outline } from '../../formats/json-outline';
 import { NEAR_BUDGET, RequestCounter } from './request-counter';
-import { resolveSession } from './session';
+import { addSessionFacts, resolveSession } from './session';
 import { WindowService } from './window.service';
 
 /** The array of items each route's requests carry. */
@@ -104,22 +104,19 @@ export class FastPath {
     // overestimate by the JSON punctuation.
     const counter = this.counter.counterFor(model);
     const tokens = Math.ceil((body.length / counter.charsPerToken) * counter.factor);
-    // Field by field, in the order the optional ones always had: spreads of little objects for them cost more than
-    // the rest of this function (overhead bench profile).
-    const facts = { sessionHash: session.hash } as AnswerFacts;
-    if (session.ownerHash !== undefined) facts.ownerHash = session.ownerHash;
-    if (session.name !== undefined) facts.sessionName = session.name;
-    if (session.source !== undefined) facts.sessionSource = session.source;
-    if (session.agent !== undefined) facts.subagent = true;
-    facts.model = model;
-    facts.route = input.route;
-    facts.window = window.window;
-    facts.countSource = this.counter.isCalibrated(model) ? 'calibrated' : 'estimate';
     const candidate: UsageCandidate = { tools: o.items.get('tools')?.length ?? 0 };
     const limit = outputLimit(body, o);
     if (limit !== undefined) candidate.maxOutputTokens = limit;
-    facts.candidate = candidate;
-    facts.ignoredWarning = session.ignored;
+    const facts: AnswerFacts = {
+      sessionHash: session.hash,
+      model,
+      route: input.route,
+      window: window.window,
+      countSource: this.counter.isCalibrated(model) ? 'calibrated' : 'estimate',
+      candidate,
+      ignoredWarning: session.ignored,
+    };
+    addSessionFacts(facts, session);
     return {
       session,
       decision: { outcome: 'passthrough', tokensBefore: tokens, tokensAfter: tokens, rawForwarded: 0 },

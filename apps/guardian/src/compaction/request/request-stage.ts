@@ -18,7 +18,7 @@ import {
 import { ConversationReader } from './conversation-reader';
 import { FastPath } from './fast-path';
 import { RequestReporter } from './request-reporter';
-import { sessionOfConversation } from './session';
+import { addSessionFacts, sessionOfConversation } from './session';
 import { usageCandidate } from './usage-selection';
 import { RequestCounter } from './request-counter';
 import { pickAuth, WindowService } from './window.service';
@@ -141,9 +141,6 @@ function factsOf(ctx: RequestContext): AnswerFacts {
     candidate: usageCandidate(ctx.conv.json),
     items: ctx.conv.items,
   };
-  if (ctx.session.ownerHash !== undefined) facts.ownerHash = ctx.session.ownerHash;
-  if (ctx.session.name !== undefined) facts.sessionName = ctx.session.name;
-  if (ctx.session.source !== undefined) facts.sessionSource = ctx.session.source;
-  if (ctx.session.agent !== undefined) facts.subagent = true;
+  addSessionFacts(facts, ctx.session);
   return facts;
 }
